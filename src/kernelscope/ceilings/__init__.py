@@ -1,0 +1,124 @@
+"""Speed-of-light ceilings: the packaged datasheet file, a user's override, and device lookup."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import CeilingsError, InputError
+
+PACKAGED = "sol-ceilings.yaml"
+
+# Which compute ceiling a precision class is held against.
+PRECISION_CEILING: dict[str, str] = {
+    "tensor_bf16": "bf16",
+    "tensor_fp16": "fp16",
+    "tensor_tf32": "tf32",
+    "tensor_fp8": "fp8",
+    "tensor_int8": "int8",
+    "tensor_fp64": "fp64_tensor",
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "fp16": "fp16_simt",
+}
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    key: str  # full key path, e.g. "h200-sxm.compute.bf16"
+    value: float | None  # TFLOP/s or TB/s; None: no sourced figure
+    source: str
+
+
+@dataclass(frozen=True)
+class DeviceCeilings:
+    hw_key: str
+    name: str
+    origin: str  # the file the figures came from
+    match: tuple[str, ...]  # device names (as ncu reports them) that select this entry
+    memory: Ceiling
+    compute: Mapping[str, Ceiling]
+
+    def for_precision(self, precision_class: str) -> Ceiling:
+        name = PRECISION_CEILING[precision_class]
+        return self.compute.get(name) or Ceiling(f"{self.hw_key}.compute.{name}", None, "absent")
+
+
+@dataclass(frozen=True)
+class CeilingsFile:
+    origin: str
+    devices: Mapping[str, DeviceCeilings]
+
+    def pick(self, device_name: str | None, hw_key: str | None = None) -> DeviceCeilings:
+        """`hw_key` wins; otherwise the entry whose `match` names the report's device exactly."""
+        if hw_key:
+            if hw_key not in self.devices:
+                known = ", ".join(sorted(self.devices))
+                raise CeilingsError(f"{self.origin}: no ceilings for --hw {hw_key} (known: {known})")
+            return self.devices[hw_key]
+        wanted = (device_name or "").strip().lower()
+        for dev in self.devices.values():
+            if wanted and wanted in {m.lower() for m in dev.match}:
+                return dev
+        raise CeilingsError(
+            f"{self.origin}: unknown device {device_name!r}; pass --hw KEY "
+            f"(one of {', '.join(sorted(self.devices))}) or --ceilings FILE"
+        )
+
+
+def _number(value: Any, where: str, origin: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InputError(origin, f"{where} must be a positive number or null, got {value!r}")
+    return float(value)
+
+
+def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
+    if not isinstance(spec, dict) or "memory" not in spec or "compute" not in spec:
+        raise InputError(origin, f"device {key!r} needs 'memory' and 'compute' maps")
+    hbm = spec["memory"].get("hbm") if isinstance(spec["memory"], dict) else None
+    if not isinstance(hbm, dict):
+        raise InputError(origin, f"device {key!r} has no memory.hbm entry")
+    tbps = _number(hbm.get("tbps"), f"{key}.memory.hbm.tbps", origin)
+    if tbps is None:
+        raise InputError(origin, f"{key}.memory.hbm.tbps is required")
+    compute = {}
+    for prec, entry in (spec["compute"] or {}).items():
+        if not isinstance(entry, dict):
+            raise InputError(origin, f"{key}.compute.{prec} must be a map with tflops and source")
+        value = _number(entry.get("tflops"), f"{key}.compute.{prec}.tflops", origin)
+        compute[prec] = Ceiling(f"{key}.compute.{prec}", value, str(entry.get("source", "")))
+    return DeviceCeilings(
+        hw_key=key,
+        name=str(spec.get("name", key)),
+        origin=origin,
+        match=tuple(str(m) for m in spec.get("match", ())),
+        memory=Ceiling(f"{key}.memory.hbm", tbps, str(hbm.get("source", ""))),
+        compute=compute,
+    )
+
+
+def load(path: str | Path | None = None) -> CeilingsFile:
+    """The packaged datasheet ceilings, or a user's file with the same schema."""
+    if path is None:
+        origin = f"kernelscope/ceilings/{PACKAGED}"
+        text = resources.files(__package__).joinpath(PACKAGED).read_text()
+    else:
+        origin = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise InputError(origin, f"cannot read ceilings file ({exc.strerror})") from exc
+    try:
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise InputError(origin, f"not valid YAML ({exc.__class__.__name__})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("devices"), dict) or not doc["devices"]:
+        raise InputError(origin, "ceilings file needs a non-empty 'devices' map")
+    return CeilingsFile(origin, {k: _device(k, v, origin) for k, v in doc["devices"].items()})

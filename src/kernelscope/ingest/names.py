@@ -1,0 +1,35 @@
+"""Kernel names: the short base name a person says ("flash_fwd_kernel") from a demangled one."""
+
+from __future__ import annotations
+
+
+def _strip_bracketed(text: str, open_ch: str, close_ch: str) -> str:
+    out, depth = [], 0
+    for ch in text:
+        if ch == open_ch:
+            depth += 1
+        elif ch == close_ch:
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def short_name(name: str) -> str:
+    """`void at::native::(anon)::vectorized_elementwise_kernel<4, F>(int, F)` -> its base name.
+
+    Drops the parameter list, template arguments, return type and namespaces, in that order.
+    A name that is already short comes back unchanged.
+    """
+    text = name.strip()
+    if "(" in text and text.endswith(")"):
+        # cut the trailing parameter list (the last top-level parenthesis group)
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i]
+                break
+    text = _strip_bracketed(text, "<", ">").strip()
+    text = text.split()[-1] if text.split() else text
+    return text.rsplit("::", 1)[-1] or name

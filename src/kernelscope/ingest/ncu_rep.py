@@ -1,0 +1,72 @@
+"""Reader for `.ncu-rep` files through NVIDIA's official `ncu_report` module (PyPI: ncu-report)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, WANTED
+from ..errors import InputError
+from ..model import RawKernel
+from .units import unit_factor
+
+
+def _ncu_report() -> Any:
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - the wheel is a hard dependency
+        raise InputError("ncu_report", "the ncu-report package is not installed") from exc
+    return ncu_report
+
+
+WANTED_SORTED = tuple(sorted(WANTED))
+
+
+def _dims(action: Any, names: tuple[str, ...]) -> str | None:
+    metrics = [action.metric_by_name(n) for n in names]
+    if any(m is None for m in metrics):
+        return None
+    return "(" + ", ".join(str(int(m.value())) for m in metrics) + ")"
+
+
+def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
+    """One RawKernel per profiled launch, numbered across ranges like ncu's CSV "ID" column."""
+    shown = display or str(path)
+    ncu_report = _ncu_report()
+    try:
+        context = ncu_report.load_report(str(path))
+    except Exception as exc:  # the module raises plain exceptions for corrupt files
+        raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
+    if context is None:
+        raise InputError(shown, "not a readable .ncu-rep report")
+    launch_id = 0
+    factors: dict[str, float] = {}  # a metric's unit is fixed within a report: look it up once
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            metrics: dict[str, float] = {}
+            for name in WANTED_SORTED:  # direct lookups: a missing metric comes back as None
+                metric = action.metric_by_name(name)
+                if metric is None:
+                    continue
+                value = metric.value()
+                if isinstance(value, (int, float)):
+                    if name not in factors:
+                        factors[name] = unit_factor(metric.unit() or "")
+                    metrics[name] = float(value) * factors[name]
+            device_metric = action.metric_by_name(DEVICE_NAME)
+            device = None if device_metric is None else str(device_metric.value())
+            full = action.name(ncu_report.IAction.NameBase_DEMANGLED)
+            yield RawKernel(
+                source=shown,
+                launch_id=launch_id,
+                name=action.name(ncu_report.IAction.NameBase_FUNCTION),
+                name_full=full,
+                device=device,
+                grid=_dims(action, GRID_DIMS),
+                block=_dims(action, BLOCK_DIMS),
+                metrics=metrics,
+            )
+            launch_id += 1

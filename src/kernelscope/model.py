@@ -1,0 +1,95 @@
+"""Plain data that flows one way: RawKernel (ingest) -> KernelRecord (derive) -> Assessment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RawKernel:
+    """One profiled kernel launch as a reader found it: identity plus metrics in base units.
+
+    `metrics` holds only what the file holds: a metric that was not collected is absent, never 0.
+    Units are normalised on read (time in ns, sizes in bytes, percentages 0-100).
+    """
+
+    source: str
+    launch_id: int
+    name: str
+    name_full: str
+    device: str | None
+    grid: str | None
+    block: str | None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """Per-launch figures derived from counters. None means not measured (see `unmeasured`)."""
+
+    source: str
+    launch_id: int
+    name: str
+    name_full: str
+    device: str | None
+    grid: str | None
+    block: str | None
+    duration_ns: float | None
+    flops: Mapping[str, float] | None  # precision class -> FLOP; None: FLOP counters absent
+    dominant_precision: str | None
+    dram_bytes: float | None
+    arithmetic_intensity: float | None  # FLOP / DRAM byte
+    achieved_tflops: float | None
+    achieved_dram_tbps: float | None
+    sm_busy_pct: float | None  # ncu "Compute (SM) Throughput", NOT a FLOP rate
+    dram_throughput_pct: float | None
+    tensor_pipe_active_pct: float | None
+    achieved_occupancy_pct: float | None
+    theoretical_occupancy_pct: float | None
+    achieved_active_warps_per_sm: float | None
+    registers_per_thread: float | None
+    shared_mem_per_block_bytes: float | None
+    occupancy_limiter: str | None
+    block_limits: Mapping[str, float] | None
+    waves_per_sm: float | None
+    branch_divergence_pct: float | None
+    simt_efficiency_pct: float | None
+    warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
+    unmeasured: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def flops_total(self) -> float | None:
+        return None if self.flops is None else sum(self.flops.values())
+
+
+@dataclass(frozen=True)
+class Lever:
+    """A next step: what to change, which way the figures should move, and how to confirm it."""
+
+    rule: str
+    action: str
+    expected: str
+    confirm: str
+    gain: int  # 3 high, 2 medium, 1 low
+    cost: int  # 1 low, 2 medium, 3 high
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A KernelRecord placed against its device's ceilings, with a bound and ranked levers."""
+
+    record: KernelRecord
+    hw_key: str
+    compute_ceiling_key: str | None
+    memory_ceiling_key: str
+    compute_ceiling_tflops: float | None
+    memory_ceiling_tbps: float
+    ridge_flops_per_byte: float | None
+    pct_sol_compute: float | None
+    pct_sol_memory: float | None
+    bound: str  # compute | memory | latency | unmeasured
+    verdict: str
+    limiters: tuple[str, ...] = ()
+    next_levers: tuple[Lever, ...] = field(default=())

@@ -1,0 +1,101 @@
+"""Readers: formats by content, units normalised, and .ncu-rep vs CSV agreement on real captures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope.ingest import read_inputs
+from kernelscope.ingest.names import short_name
+from kernelscope.ingest.units import parse_number, unit_factor
+
+FIGURES = (
+    "duration_ns", "dram_bytes", "flops_total", "achieved_occupancy_pct", "theoretical_occupancy_pct",
+    "registers_per_thread", "shared_mem_per_block_bytes", "waves_per_sm", "tensor_pipe_active_pct",
+    "sm_busy_pct", "branch_divergence_pct", "simt_efficiency_pct",
+)
+
+
+def test_number_parsing_handles_separators_and_na() -> None:
+    assert parse_number("548,099") == 548099.0
+    assert parse_number("1,073,741,824") == 1073741824.0
+    assert parse_number("n/a") is None
+    assert parse_number("") is None
+
+
+def test_units_scale_to_base() -> None:
+    assert unit_factor("Kbyte") == 1e3
+    assert unit_factor("Gbyte") == 1e9
+    assert unit_factor("Kbyte/block") == 1e3
+    assert unit_factor("us") == 1e3
+    assert unit_factor("msecond") == 1e6
+    assert unit_factor("Gbyte/s") == 1e9
+    assert unit_factor("%") == 1.0
+
+
+@pytest.mark.parametrize("name", ["gemm_bf16", "decode_gemm"])
+def test_ncu_rep_and_raw_csv_agree(fx: Path, name: str) -> None:
+    rep = kernelscope.load(str(fx / f"{name}.ncu-rep"))[0]
+    csv = kernelscope.load(str(fx / f"{name}-raw.csv"))[0]
+    assert csv.name == rep.name and csv.device == rep.device == "NVIDIA H200"
+    assert csv.grid == rep.grid and csv.block == rep.block
+    for figure in FIGURES:
+        a, b = getattr(rep, figure), getattr(csv, figure)
+        assert a is not None and b is not None, figure
+        assert b == pytest.approx(a, rel=0.005, abs=0.01), figure
+    assert csv.flops == rep.flops
+
+
+def test_details_csv_reads_labels_and_metric_rows(fx: Path) -> None:
+    """A --metrics capture lists raw metric names; a --set capture lists section labels."""
+    decode = kernelscope.load(str(fx / "decode_gemm-details.csv"))[0]
+    assert decode.flops is not None and decode.flops["tensor_bf16"] == 1_073_741_824
+    assert decode.dram_bytes == pytest.approx(136.79e6, rel=0.001)  # 134.37 + 2.42 Mbyte, 2 decimals
+    assert decode.device is None  # the details page carries only the device index
+    attn = kernelscope.load(str(fx / "attention_full-details.csv"))[0]
+    assert attn.duration_ns == pytest.approx(790_880)
+    assert attn.registers_per_thread == 255
+    assert attn.shared_mem_per_block_bytes == pytest.approx(65_540)
+    assert attn.flops is None and "flops" in attn.unmeasured  # the details page has no FLOP counters
+
+
+def test_format_is_detected_by_content_not_name(fx: Path, tmp_path: Path) -> None:
+    disguised = tmp_path / "report.txt"
+    shutil.copy(fx / "gemm_bf16.ncu-rep", disguised)
+    csv_as_rep = tmp_path / "export.ncu-rep"
+    shutil.copy(fx / "gemm_bf16-raw.csv", csv_as_rep)
+    a, b = kernelscope.load([str(disguised), str(csv_as_rep)])
+    assert a.flops == b.flops and a.flops is not None
+
+
+def test_several_inputs_merge_in_order(fx: Path) -> None:
+    raws = read_inputs([fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv", fx / "softmax.ncu-rep.gz"])
+    assert [r.name for r in raws] == [
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+        "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT",
+        "cunn_SoftMaxForwardReg",
+    ]
+
+
+def test_directory_of_reports(fx: Path, tmp_path: Path) -> None:
+    shutil.copy(fx / "fp8_gemm.ncu-rep", tmp_path / "a.ncu-rep")
+    shutil.copy(fx / "decode_gemm.ncu-rep", tmp_path / "b.ncu-rep")
+    shutil.copy(fx / "decode_gemm-raw.csv", tmp_path / "b-raw.csv")  # an export of b: not read twice
+    assert len(kernelscope.load(str(tmp_path))) == 2
+
+
+def test_short_names_from_demangled() -> None:
+    full = ("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<c10::BFloat16, float, "
+            "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue, long, 8>(T3 *, const T1 *, T5)")
+    assert short_name(full) == "cunn_SoftMaxForwardReg"
+    assert short_name("divergent_fma(float *, int)") == "divergent_fma"
+    assert short_name("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT") == "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT"
+
+
+def test_full_name_is_demangled_from_rep(fx: Path) -> None:
+    rec = kernelscope.load(str(fx / "softmax.ncu-rep.gz"))[0]
+    assert rec.name == "cunn_SoftMaxForwardReg"
+    assert rec.name_full.startswith("void at::native::") and "cunn_SoftMaxForwardReg<" in rec.name_full

@@ -1,0 +1,121 @@
+"""Roofline placement and verdicts against the packaged ceilings, on real captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope.analysis import rules
+from kernelscope.analysis.verdict import bound_of, tail_idle_pct
+from kernelscope.ceilings import load as load_ceilings
+from kernelscope.errors import CeilingsError, InputError
+
+
+def assess(fx: Path, name: str, **kw: str) -> kernelscope.Assessment:
+    (item,), _ = kernelscope.analyze(str(fx / name), **kw)
+    return item
+
+
+def test_bf16_gemm_is_compute_bound_against_bf16_peak(fx: Path) -> None:
+    a = assess(fx, "gemm_bf16.ncu-rep")
+    assert a.bound == "compute"
+    assert a.compute_ceiling_key == "h200-sxm.compute.bf16"
+    assert a.memory_ceiling_key == "h200-sxm.memory.hbm"
+    assert a.pct_sol_compute == pytest.approx(100 * 274_877_906_944 / 337_216e-9 / 989e12)
+    assert a.ridge_flops_per_byte == pytest.approx(989 / 4.8)
+
+
+def test_fp8_gemm_is_held_to_fp8_peak(fx: Path) -> None:
+    a = assess(fx, "fp8_gemm.ncu-rep")
+    assert a.compute_ceiling_key == "h200-sxm.compute.fp8"
+    assert a.pct_sol_compute == pytest.approx(100 * 17_179_869_184 / 19_168e-9 / 1979e12, rel=0.01)
+
+
+def test_decode_gemm_is_memory_bound(fx: Path) -> None:
+    a = assess(fx, "decode_gemm.ncu-rep")
+    assert a.bound == "memory"
+    assert a.pct_sol_memory == pytest.approx(100 * (134_368_512 + 2_422_016) / 35_200e-9 / 4.8e12)
+    assert a.next_levers[0].rule == "cut-bytes"
+    assert "use-tensor-cores" not in [lv.rule for lv in a.next_levers]  # it uses them; it is memory-bound
+
+
+def test_softmax_is_memory_side_and_not_compute(fx: Path) -> None:
+    a = assess(fx, "softmax.ncu-rep.gz")
+    assert a.record.dominant_precision == "fp32"
+    assert a.compute_ceiling_key == "h200-sxm.compute.fp32"
+    assert a.record.arithmetic_intensity is not None and a.ridge_flops_per_byte is not None
+    assert a.record.arithmetic_intensity < a.ridge_flops_per_byte
+    assert a.bound == "latency"  # neither roof reached: 20 % of HBM, SM pipes 61 % busy
+    assert "cut-instructions" in [lv.rule for lv in a.next_levers]
+
+
+def test_divergent_kernel_gets_divergence_story_and_lever(fx: Path) -> None:
+    a = assess(fx, "divergent.ncu-rep")
+    assert any(line.startswith("branch divergence") for line in a.limiters)
+    assert a.next_levers[0].rule == "fix-divergence"
+
+
+def test_basic_set_is_unmeasured_with_sm_busy_apart(fx: Path) -> None:
+    a = assess(fx, "gemm_basic.ncu-rep")
+    assert a.bound == "unmeasured"
+    assert a.pct_sol_compute is None and a.pct_sol_memory is None
+    assert "SM busy 93 %" in a.verdict and "not a FLOP rate" in a.verdict
+    assert a.next_levers[0].rule == "recapture-roofline"
+
+
+def test_every_lever_has_direction_and_confirmation(fx: Path) -> None:
+    items, _ = kernelscope.analyze([str(p) for p in sorted(fx.glob("*.ncu-rep*"))])
+    assert len(items) == 7
+    for a in items:
+        assert a.next_levers, a.record.name
+        gains = [(-lv.gain, lv.cost) for lv in a.next_levers]
+        assert gains == sorted(gains)
+        assert all(lv.expected and lv.confirm for lv in a.next_levers)
+
+
+def test_bound_rule_table() -> None:
+    assert bound_of(None, 50) == "unmeasured"
+    assert bound_of(82, 20) == "compute"
+    assert bound_of(3, 81) == "memory"
+    assert bound_of(50, 41) == "latency"
+    assert rules.ROOF_REACHED_PCT == 60.0
+    assert tail_idle_pct(1.0) == 0
+    assert tail_idle_pct(1.25) == pytest.approx(37.5)
+
+
+def test_hw_override_and_unknown_device(fx: Path, tmp_path: Path) -> None:
+    a = assess(fx, "gemm_bf16.ncu-rep", hw="b200")
+    assert a.compute_ceiling_key == "b200.compute.bf16" and a.compute_ceiling_tflops == 2250
+    with pytest.raises(CeilingsError, match="no ceilings for --hw nope"):
+        assess(fx, "gemm_bf16.ncu-rep", hw="nope")
+    with pytest.raises(CeilingsError, match="unknown device None"):
+        kernelscope.analyze(str(fx / "decode_gemm-details.csv"))
+
+
+def test_ceilings_file_override_and_validation(fx: Path, tmp_path: Path) -> None:
+    custom = tmp_path / "measured.yaml"
+    custom.write_text(
+        "devices:\n  h200-measured:\n    match: ['NVIDIA H200']\n"
+        "    memory: {hbm: {tbps: 4.3, source: 'device copy, measured'}}\n"
+        "    compute: {bf16: {tflops: 790, source: 'matmul 8192^3, measured'}}\n"
+    )
+    a = assess(fx, "gemm_bf16.ncu-rep", ceilings=str(custom))
+    assert a.compute_ceiling_key == "h200-measured.compute.bf16"
+    assert a.pct_sol_compute == pytest.approx(100 * 274_877_906_944 / 337_216e-9 / 790e12)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("devices:\n  x:\n    memory: {hbm: {tbps: fast}}\n    compute: {}\n")
+    with pytest.raises(InputError, match="bad.yaml: x.memory.hbm.tbps must be a positive number"):
+        load_ceilings(bad)
+
+
+def test_packaged_ceilings_cover_required_devices_and_precisions() -> None:
+    table = load_ceilings()
+    for key in ("h100-sxm", "h200-sxm", "b200", "gb300"):
+        dev = table.devices[key]
+        assert dev.memory.value and dev.memory.source
+        for prec in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"):
+            assert prec in dev.compute and dev.compute[prec].source, (key, prec)
+    assert table.devices["h200-sxm"].compute["fp8"].value == 1979
+    assert table.devices["gb300"].compute["fp4"].value == 15000
