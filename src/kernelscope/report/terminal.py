@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..model import Assessment
@@ -45,8 +46,8 @@ def render(items: Sequence[Assessment], console: Console, context_line: str) -> 
             console.print(f"  dominant precision {r.dominant_precision}; SM busy {_num(r.sm_busy_pct, '.0f')} %; "
                           f"tensor pipe {_num(r.tensor_pipe_active_pct, '.0f')} %")
         for line in a.limiters:
-            console.print(f"  • {line}")
+            console.print(escape(f"  • {line}"))
         for i, lv in enumerate(a.next_levers, 1):
-            console.print(f"  {i}. [{lv.rule}] {lv.action}\n     expect: {lv.expected}; confirm: {lv.confirm}")
+            console.print(escape(f"  {i}. [{lv.rule}] {lv.action}\n     expect: {lv.expected}; confirm: {lv.confirm}"))
         if r.unmeasured:
             console.print(f"  unmeasured: {', '.join(r.unmeasured)}")
