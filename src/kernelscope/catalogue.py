@@ -47,6 +47,9 @@ DRAM_PCT = (
     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
 )
+SM_CYCLES_ACTIVE = "sm__cycles_active.avg"
+SM_CYCLES_ELAPSED = "sm__cycles_elapsed.avg"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"  # ncu "Issue Slots Busy"
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 OCC_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
 OCC_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
@@ -88,6 +91,7 @@ WANTED: frozenset[str] = frozenset(
         *(simt_count(op) for op in SIMT_OPS),
         *(simt_rate(op) for op in SIMT_OPS),
         SMSP_CYCLES, DURATION, DRAM_READ, DRAM_WRITE, SM_BUSY, *DRAM_PCT, TENSOR_PIPE,
+        SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED, ISSUE_ACTIVE,
         OCC_ACHIEVED, OCC_THEORETICAL, WARPS_ACTIVE, REGISTERS, SMEM_STATIC, SMEM_DYNAMIC, WAVES,
         *BLOCK_LIMITS.values(), BRANCH_UNIFORM, THREADS_PER_INST,
         *(stall_metric(r) for r in STALL_REASONS),

@@ -43,6 +43,8 @@ class KernelRecord:
     achieved_tflops: float | None
     achieved_dram_tbps: float | None
     sm_busy_pct: float | None  # ncu "Compute (SM) Throughput", NOT a FLOP rate
+    sm_active_pct: float | None  # SM cycles with work / elapsed cycles
+    issue_active_pct: float | None  # ncu "Issue Slots Busy"
     dram_throughput_pct: float | None
     tensor_pipe_active_pct: float | None
     achieved_occupancy_pct: float | None
@@ -93,3 +95,5 @@ class Assessment:
     verdict: str
     limiters: tuple[str, ...] = ()
     next_levers: tuple[Lever, ...] = field(default=())
+    analytic: Mapping[str, float | str] | None = None  # the harness's analytic work, with counted/analytic
+    achievable: Mapping[str, float | str | None] | None = None  # %SoL against measured ceilings

@@ -43,6 +43,11 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or den is None or den == 0 else num / den
 
 
+def _pct(num: float | None, den: float | None) -> float | None:
+    r = _ratio(num, den)
+    return None if r is None else 100.0 * r
+
+
 def _limiter(limits: Mapping[str, float]) -> str:
     low = min(limits.values())
     return "+".join(k for k, v in limits.items() if v == low)
@@ -99,6 +104,8 @@ def derive(raw: RawKernel) -> KernelRecord:
         achieved_tflops=_ratio(total, duration * 1e3 if duration is not None else None),
         achieved_dram_tbps=_ratio(dram, duration * 1e3 if duration is not None else None),
         sm_busy_pct=get(C.SM_BUSY),
+        sm_active_pct=_pct(get(C.SM_CYCLES_ACTIVE), get(C.SM_CYCLES_ELAPSED)),
+        issue_active_pct=get(C.ISSUE_ACTIVE),
         dram_throughput_pct=next((m[n] for n in C.DRAM_PCT if n in m), None),
         tensor_pipe_active_pct=get(C.TENSOR_PIPE),
         achieved_occupancy_pct=get(C.OCC_ACHIEVED),
@@ -116,7 +123,8 @@ def derive(raw: RawKernel) -> KernelRecord:
     )
     for figure in (
         "duration_ns", "flops", "dram_bytes", "arithmetic_intensity", "achieved_tflops",
-        "achieved_dram_tbps", "sm_busy_pct", "dram_throughput_pct", "tensor_pipe_active_pct",
+        "achieved_dram_tbps", "sm_busy_pct", "sm_active_pct", "issue_active_pct", "dram_throughput_pct",
+        "tensor_pipe_active_pct",
         "achieved_occupancy_pct", "theoretical_occupancy_pct", "achieved_active_warps_per_sm",
         "registers_per_thread", "shared_mem_per_block_bytes", "occupancy_limiter", "waves_per_sm",
         "branch_divergence_pct", "simt_efficiency_pct", "warp_stalls",

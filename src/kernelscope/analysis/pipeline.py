@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
-from ..ingest import read_inputs
+from ..ingest import bundle_manifest, read_inputs
 from ..model import Assessment, KernelRecord
 from .derive import derive
+from .roofline import place
 from .verdict import assess
 
 
@@ -41,13 +45,57 @@ def load(paths: str | Sequence[str], kernel: str | None = None) -> list[KernelRe
     return [r for r in map(derive, read_inputs(items)) if selected(r, matcher)]
 
 
+def bundles(paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The manifests of the bundle directories among the inputs, keyed by directory."""
+    found = {}
+    for p in paths:
+        manifest = bundle_manifest(Path(p)) if Path(p).is_dir() else None
+        if manifest is not None:
+            found[str(Path(p))] = manifest
+    return found
+
+
+def counted_vs_analytic(a: Assessment, analytic: dict[str, Any]) -> Assessment:
+    """Counted work over the op's analytic work, e.g. a causal attention computing masked tiles."""
+    out: dict[str, float | str] = {"describe": str(analytic.get("describe", ""))}
+    lines = []
+    for key, counted in (("flops", a.record.flops_total), ("bytes", a.record.dram_bytes)):
+        if analytic.get(key) and counted is not None:
+            ratio = counted / float(analytic[key])
+            out[key] = float(analytic[key])
+            out[f"counted_over_analytic_{key}"] = ratio
+            if abs(ratio - 1) > 0.05:
+                lines.append(f"counted {key} are {ratio:.2f}x the analytic {key} of {out['describe']}"
+                             + (" (work beyond the op's need, e.g. masked tiles)" if ratio > 1 else ""))
+    return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
+
+
 def analyze(
     paths: str | Sequence[str],
     kernel: str | None = None,
     hw: str | None = None,
     ceilings: str | None = None,
+    achievable: str | None = None,
 ) -> tuple[list[Assessment], CeilingsFile]:
-    """Records placed against the ceilings of their device (or of `hw` for all of them)."""
+    """Records placed against the ceilings of their device (or of `hw` for all of them); with
+    `achievable` (e.g. `kernelscope ceilings measure` output) also against measured ceilings, side
+    by side; kernels from a harness bundle also carry counted-vs-analytic work."""
+    items = [paths] if isinstance(paths, str) else list(paths)
     table = load_ceilings(ceilings)
-    records = load(paths, kernel)
-    return [assess(r, table.pick(r.device, hw)) for r in records], table
+    measured = load_ceilings(achievable) if achievable else None
+    records = load(items, kernel)
+    found = bundles(items)
+    out = []
+    for rec in records:
+        a = assess(rec, table.pick(rec.device, hw))
+        if measured is not None:
+            p = place(rec, measured.pick(rec.device))
+            a = replace(a, achievable={
+                "ceilings_file": measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
+                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
+                "pct_memory": p.pct_sol_memory})
+        home = next((m for d, m in found.items() if Path(rec.source).is_relative_to(d)), None)
+        if home and home.get("analytic"):
+            a = counted_vs_analytic(a, home["analytic"])
+        out.append(a)
+    return out, table

@@ -129,11 +129,11 @@ LEVERS: tuple[LeverRule, ...] = (
               "SIMT efficiency toward 100 %, fewer issued instructions for the same work",
               "simt_efficiency_pct near 100 and branch_divergence_pct near 0", 2, 2),
     LeverRule("cut-instructions",
-              lambda f: f.bound == "latency" and f.ge(f.rec.sm_busy_pct, ROOF_REACHED_PCT),
+              lambda f: f.bound == "latency" and (f.ge(f.rec.sm_busy_pct, ROOF_REACHED_PCT) or f.ge(f.rec.issue_active_pct, ROOF_REACHED_PCT)),
               "issue-bound (SM pipes busy, neither roof reached): cut instructions per byte/FLOP: fewer passes "
               "over the data, vector loads, cheaper math (fast exp), less index arithmetic",
               "duration falls with issued instructions; %SoL memory rises",
-              "sm_busy_pct stays high while duration_ns drops", 2, 2),
+              "sm_busy_pct / issue_active_pct stay high while duration_ns drops", 2, 2),
     LeverRule("more-parallelism", lambda f: f.bound == "latency" and f.lt(f.rec.waves_per_sm, 1.0),
               "launch more CTAs: split-K / stream-K, smaller tiles, or batch more work per launch",
               "SMs that now idle take work; %SoL rises toward the grid's fill factor",

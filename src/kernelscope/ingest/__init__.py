@@ -78,6 +78,12 @@ def bundle_reports(directory: Path) -> list[Path]:
     return found
 
 
+def bundle_manifest(directory: Path) -> dict | None:
+    """A capture bundle's manifest (its full context), or None for a plain directory."""
+    manifest = directory / "manifest.json"
+    return json.loads(manifest.read_text()) if manifest.is_file() else None
+
+
 def expand(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:

@@ -1,8 +1,13 @@
 """Metric sets kernelscope asks ncu for: ncu's own `basic`/`full` sections, and our `roofline` list.
 
 `roofline` is the smallest list that still gives every figure the analysis core needs for a
-roofline verdict; add-ons (`stalls`, `divergence`) are appended on request because each costs
-replay passes. Pass counts measured on an H200 with ncu 2025.3.1 live in bench/capture_cost.py.
+roofline verdict; add-ons are appended on request because each costs replay passes.
+
+Measured on an H200, ncu 2025.3.1, one GEMM (bench/capture_cost.py): `basic` 10 passes, `full` 38;
+this roofline list 9. `sm__throughput` (ncu's SOL "Compute (SM) Throughput") alone costs 8 more
+passes (it is a breakdown over many sub-metrics), so it is the `sm-throughput` add-on and the
+roofline list carries SM active cycles and issue-slot activity instead; the stall reasons cost
+about 7 more (`stalls`).
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ ROOFLINE: tuple[str, ...] = (
     "dram__bytes_write.sum",
     *(f"sm__ops_path_tensor_src_{d}.sum" for d in TENSOR_DTYPES),
     *(f"sm__sass_thread_inst_executed_op_{o}_pred_on.sum" for o in SASS_FP_OPS),
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__cycles_active.avg",
+    "sm__cycles_elapsed.avg",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "smsp__sass_average_branch_targets_threads_uniform.pct",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
     "sm__warps_active.avg.per_cycle_active",
     "sm__maximum_warps_per_active_cycle_pct",
@@ -42,12 +51,9 @@ STALL_REASONS = (
 STALLS: tuple[str, ...] = tuple(
     f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALL_REASONS
 )
-DIVERGENCE: tuple[str, ...] = (
-    "smsp__sass_average_branch_targets_threads_uniform.pct",
-    "smsp__thread_inst_executed_per_inst_executed.ratio",
-)
+SM_THROUGHPUT: tuple[str, ...] = ("sm__throughput.avg.pct_of_peak_sustained_elapsed",)
 
-ADDONS: dict[str, tuple[str, ...]] = {"stalls": STALLS, "divergence": DIVERGENCE}
+ADDONS: dict[str, tuple[str, ...]] = {"stalls": STALLS, "sm-throughput": SM_THROUGHPUT}
 
 
 def metric_list(addons: tuple[str, ...] = ()) -> tuple[str, ...]:

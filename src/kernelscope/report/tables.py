@@ -59,6 +59,8 @@ def kernel_dict(item: Assessment | KernelRecord) -> dict[str, Any]:
         verdict=item.verdict,
         limiters=list(item.limiters),
         next_levers=[asdict(lv) for lv in item.next_levers],
+        analytic=None if item.analytic is None else dict(item.analytic),
+        pct_of_achievable=None if item.achievable is None else dict(item.achievable),
     )
     if item.pct_sol_compute is None and "pct_sol_compute" not in d["unmeasured"]:
         d["unmeasured"].append("pct_sol_compute")
@@ -72,7 +74,7 @@ def flat_row(item: Assessment | KernelRecord) -> dict[str, Any]:
     d = kernel_dict(item)
     row: dict[str, Any] = {}
     for key, value in d.items():
-        if key in {"flops", "warp_stalls", "block_limits"}:
+        if key in {"flops", "warp_stalls", "block_limits", "analytic", "pct_of_achievable"}:
             for sub, v in (value or {}).items():
                 row[f"{key}.{sub}"] = v
             if value is None:

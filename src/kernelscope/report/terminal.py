@@ -42,6 +42,11 @@ def render(items: Sequence[Assessment], console: Console, context_line: str) -> 
         console.print(f"  {a.verdict}")
         console.print(f"  {ceiling}memory ceiling {a.memory_ceiling_key} = {a.memory_ceiling_tbps:g} TB/s"
                       + (f", ridge {a.ridge_flops_per_byte:.0f} FLOP/B" if a.ridge_flops_per_byte else ""))
+        if a.achievable:
+            ach = a.achievable
+            console.print(f"  of achievable ({ach['ceilings_file']}): compute {_num(ach['pct_compute'], '.0f')} % "
+                          f"({ach['compute_ceiling_key']}), memory {_num(ach['pct_memory'], '.0f')} % "
+                          f"({ach['memory_ceiling_key']})")
         if r.dominant_precision:
             console.print(f"  dominant precision {r.dominant_precision}; SM busy {_num(r.sm_busy_pct, '.0f')} %; "
                           f"tensor pipe {_num(r.tensor_pipe_active_pct, '.0f')} %")

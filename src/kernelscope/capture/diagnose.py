@@ -1,0 +1,83 @@
+"""Why a capture came back empty or failed, and what to do, from ncu's own output.
+
+Patterns are taken from real ncu 2025.3.1 output saved on the GPU machine (tests/fixtures/ncu-output)
+and, for the two causes that machine cannot produce, from NVIDIA's documented messages.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NO_KERNELS = "No kernels were profiled"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    cause: str
+    explanation: str
+    fix: str
+
+
+def available_kernels(output: str) -> list[str]:
+    """The names ncu lists after an empty capture ("Available Kernels:\\n1. name")."""
+    m = re.search(r"Available Kernels:\s*\n((?:\s*\d+\.\s*.+\n?)+)", output)
+    if not m:
+        return []
+    return [re.sub(r"^\s*\d+\.\s*", "", line).strip() for line in m.group(1).splitlines() if line.strip()]
+
+
+def cuda_major(text: str | None) -> int | None:
+    m = re.search(r"(\d+)\.\d+", text or "")
+    return int(m.group(1)) if m else None
+
+
+def diagnose(output: str, target: tuple[str, ...] = (), driver_cuda: str | None = None,
+             app_cuda: str | None = None) -> list[Diagnosis]:
+    """Every cause the output (and the CUDA versions, when known) points to; empty if none."""
+    found: list[Diagnosis] = []
+    if "ERR_NVGPUCTRPERM" in output:
+        found.append(Diagnosis("counter-permission",
+                               "the user may not read GPU performance counters (ERR_NVGPUCTRPERM)",
+                               "run as root, or load nvidia with NVreg_RestrictProfilingToAdminUsers=0; in a pod, "
+                               "give the container CAP_SYS_ADMIN (securityContext.capabilities.add)"))
+    drv, app = cuda_major(driver_cuda), cuda_major(app_cuda)
+    skew_text = re.search(r"(driver version is insufficient|CUDA_ERROR_(?:INSUFFICIENT_DRIVER|COMPAT_NOT_SUPPORTED)"
+                          r"|Failed to initialize the profiler|CUPTI_ERROR_\w+)", output)
+    if (drv is not None and app is not None and drv != app) or skew_text:
+        versions = ""
+        if drv and app:
+            versions = f" (driver supports CUDA {driver_cuda}, application built for CUDA {app_cuda})"
+        found.append(Diagnosis("cuda-driver-skew",
+                               "CUPTI could not initialise: the application's CUDA major version differs from the "
+                               f"driver's{versions}" + (f"; ncu said: {skew_text.group(0)}" if skew_text else ""),
+                               "use an image whose CUDA major version matches the node driver (or a newer driver); "
+                               "ncu records 0 kernels until then"))
+    if "Unexpected number of profiled kernels" in output or "kernel count differs" in output:
+        found.append(Diagnosis("app-replay-varying-kernels",
+                               "application replay saw a different number of kernels in a later pass",
+                               "use --replay-mode kernel (the default), or the single-op harness: kernelscope op ..."))
+    if "No attachable process found" in output:
+        found.append(Diagnosis("no-attachable-process",
+                               "no process waits for an attach on that host/ports; with ncu 2025.3.1 a process "
+                               "started by `ncu --mode launch` accepts one attach session only, and keeps it",
+                               "name every kernel in one `kernelscope capture --attach` (they share the session), "
+                               "or start a fresh process with `kernelscope launch`"))
+    if NO_KERNELS in output:
+        if "requires the --target-processes all" in output:
+            wrapper = target and target[0].rsplit("/", 1)[-1] in {"env", "sh", "bash"}
+            found.append(Diagnosis("child-processes",
+                                   "the kernels ran in a child process that ncu was told not to follow"
+                                   + (f" (the program is the wrapper `{target[0]}`)" if wrapper else ""),
+                                   "use --target-processes all (kernelscope's default); for `env VAR=v cmd`, let "
+                                   "kernelscope set the variables on ncu instead"))
+        names = available_kernels(output)
+        if names:
+            found.append(Diagnosis("filter-matched-nothing",
+                                   "the --kernel filter matched none of the kernels that ran: " + ", ".join(names),
+                                   "pick one of those names (or regex:PART of one) with --kernel"))
+        if not found:
+            found.append(Diagnosis("no-kernels", "ncu profiled no kernel and said nothing more",
+                                   "check that the program launches CUDA kernels, and --launch-skip is not past "
+                                   "the last launch"))
+    return found

@@ -1,0 +1,62 @@
+"""Preflight lint: rewrite or flag command lines that make ncu profile the wrong process.
+
+Measured traps (H200, ncu 2025.3.1): `ncu ... -- env FOO=1 python3 x.py` with
+`--target-processes application-only` profiles `env`, not python ("No kernels were profiled");
+a shell wrapper has the same problem; `--profile-from-start off` with vLLM's custom-op imports
+misses the kernels it was meant to catch, where `--launch-skip` does not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+
+from .plan import CapturePlan
+
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    level: str  # "fixed" (rewritten for you), "warning" (flagged), "refused"
+    message: str
+
+
+def _unwrap_env(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
+    target = list(plan.target)
+    if not target or os.path.basename(target[0]) != "env":
+        return plan, []
+    args = target[1:]
+    env = dict(plan.env)
+    while args and ASSIGNMENT.match(args[0]):
+        key, _, value = args.pop(0).partition("=")
+        env[key] = value
+    if not args or args[0].startswith("-"):
+        return plan, [Finding("env-wrapper", "warning",
+                              "`env` with options wraps the program: ncu would profile `env`; "
+                              "set the variables yourself and run the program directly")]
+    keys = ", ".join(k for k, _ in env.items() if (k, env[k]) not in plan.env)
+    new = replace(plan, target=tuple(args), env=tuple(env.items()))
+    return new, [Finding("env-wrapper", "fixed",
+                         f"`env {keys} ...` removed from the program: ncu would profile `env`, not "
+                         f"{args[0]}; the variables are set on ncu itself, which passes them on")]
+
+
+def lint(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
+    plan, findings = _unwrap_env(plan)
+    program = os.path.basename(plan.target[0]) if plan.target else ""
+    if plan.target and (program in SHELLS or program.endswith(".sh")):
+        if plan.target_processes == "application-only":
+            findings.append(Finding("shell-wrapper", "warning",
+                                    f"{program} is a shell: with --target-processes application-only ncu profiles "
+                                    "the shell, not the program it starts; use --target-processes all"))
+    if not plan.profile_from_start and any("vllm" in a for a in plan.target):
+        plan = replace(plan, profile_from_start=True)
+        findings.append(Finding("profile-from-start", "fixed",
+                                "--profile-from-start off dropped: vLLM's custom-op imports and CUDA-graph capture "
+                                "happen outside any cudaProfilerStart range and the capture misses its kernels; "
+                                "skip warm-up launches with --launch-skip N instead"))
+    return plan, findings

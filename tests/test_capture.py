@@ -1,0 +1,166 @@
+"""Capture planning on CI (no GPU): argv, safety rules, preflight lint, flag checks, diagnosis
+against real saved ncu output, and what `analyze` makes of a harness bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope.capture.commands import dry_run_lines, prepare
+from kernelscope.capture.diagnose import available_kernels, diagnose
+from kernelscope.capture.plan import Attach, CapturePlan, PlanError, combined_filter
+from kernelscope.cli import main, split_harness
+from kernelscope.ncu.argv import capture_argv, launch_argv
+from kernelscope.ncu.metric_sets import ROOFLINE, metric_list
+from kernelscope.ncu.version import parse_version, unsupported_flags
+
+OUT = "ncu-output"
+APP = ("python3", "serve_step.py")
+
+
+def read(fx: Path, name: str) -> str:
+    return (fx / OUT / name).read_text()
+
+
+def test_local_capture_argv_is_scoped_and_clock_free() -> None:
+    plan = CapturePlan(kernels=("regex:nvjet",), launch_skip=3, target=APP)
+    argv = capture_argv(plan, "regex:nvjet", "b/ncu-profiles/01-nvjet.ncu-rep")
+    assert argv[:3] == ["ncu", "--clock-control", "none"]
+    assert argv[argv.index("--kernel-name") + 1] == "regex:nvjet"  # data, never shell-quoted
+    assert argv[argv.index("-o") + 1] == "b/ncu-profiles/01-nvjet"
+    assert argv[argv.index("--launch-skip") + 1] == "3" and argv[-2:] == list(APP)
+    assert argv[argv.index("--metrics") + 1] == ",".join(ROOFLINE)
+
+
+def test_attach_argv_uses_mode_attach_and_no_target_processes(fx: Path) -> None:
+    plan = CapturePlan(kernels=("fmha",), attach=Attach("127.0.0.1", 49152), metric_set="basic")
+    argv = capture_argv(plan, "fmha", "x.ncu-rep")
+    assert argv[-6:] == ["--mode", "attach", "--hostname", "127.0.0.1", "--port", "49152"]
+    assert "--target-processes" not in argv  # ncu: "Invalid option --target-processes ... --mode attach"
+    assert "--attach" not in argv and ["--set", "basic"] == argv[argv.index("--set"):argv.index("--set") + 2]
+    assert "Invalid option --target-processes" in read(fx, "attach-invalid-target-processes.txt")
+
+
+def test_launch_argv() -> None:
+    assert launch_argv(["python3", "-m", "srv"], 49200) == [
+        "ncu", "--mode", "launch", "--target-processes", "all", "--forward-signals", "--port", "49200",
+        "python3", "-m", "srv"]
+
+
+def test_flags_checked_against_this_ncus_help(fx: Path) -> None:
+    help_text = read(fx, "ncu-2025.3.1-help.txt")
+    plan = CapturePlan(kernels=("k",), attach=Attach("h", 1))
+    assert unsupported_flags(capture_argv(plan, "k", "r.ncu-rep"), help_text) == []
+    assert unsupported_flags(["ncu", "--attach", "1234"], help_text) == ["--attach"]  # gone in 2025.3+
+    banner = "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 1)"
+    assert parse_version(banner) == "2025.3.1.0"
+
+
+def test_metric_sets() -> None:
+    assert len(set(ROOFLINE)) == len(ROOFLINE)
+    assert "sm__throughput.avg.pct_of_peak_sustained_elapsed" not in ROOFLINE  # +8 passes on its own
+    stalls = metric_list(("stalls",))
+    assert stalls[: len(ROOFLINE)] == ROOFLINE and len(stalls) == len(ROOFLINE) + 19
+
+
+@pytest.mark.parametrize(
+    ("plan", "kw", "message"),
+    [
+        (CapturePlan(kernels=(), target=APP), {}, "no --kernel given"),
+        (CapturePlan(kernels=("k",), launch_count=6, target=APP), {}, "--launch-count 6 > 5"),
+        (CapturePlan(kernels=("k",)), {}, "give either a program"),
+        (CapturePlan(kernels=("k",), metric_set="basic", addons=("stalls",), target=APP), {}, "extends the roofline"),
+    ],
+)
+def test_safety_rules_refuse(plan: CapturePlan, kw: dict, message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        prepare(plan, allow_unscoped=False, force=False)
+
+
+def test_safety_overrides() -> None:
+    assert prepare(CapturePlan(kernels=(), target=APP), allow_unscoped=True, force=False)[0].kernels == ()
+    assert prepare(CapturePlan(kernels=("k",), launch_count=8, target=APP), False, force=True)[0].launch_count == 8
+
+
+def test_env_wrapper_is_rewritten_onto_ncu(fx: Path) -> None:
+    plan = CapturePlan(kernels=("k",), target=("env", "FOO=1", "HF_TOKEN=secret", "python3", "x.py"))
+    fixed, findings = prepare(plan, False, False)
+    assert fixed.target == ("python3", "x.py") and dict(fixed.env) == {"FOO": "1", "HF_TOKEN": "secret"}
+    assert findings[0].code == "env-wrapper" and findings[0].level == "fixed"
+    line = dry_run_lines(fixed, Path("out"), "ncu")[0]
+    assert line.startswith("env FOO=1 HF_TOKEN=secret ncu ") and line.endswith(" python3 x.py")
+
+
+def test_shell_wrapper_and_profile_from_start_flagged() -> None:
+    _, findings = prepare(CapturePlan(kernels=("k",), target=("bash", "run.sh"),
+                                      target_processes="application-only"), False, False)
+    assert [f.code for f in findings] == ["shell-wrapper"]
+    fixed, findings = prepare(CapturePlan(kernels=("k",), target=("vllm", "serve", "m"), profile_from_start=False),
+                              False, False)
+    assert fixed.profile_from_start and findings[0].code == "profile-from-start"
+
+
+def test_attach_of_several_kernels_is_one_session() -> None:
+    plan = CapturePlan(kernels=("fmhaSm90", "regex:nvjet"), launch_count=2, attach=Attach("127.0.0.1", 49152))
+    merged, _ = prepare(plan, False, False)
+    assert merged.kernels == ("regex:(^fmhaSm90$)|(nvjet)",) and merged.launch_count == 4
+    assert combined_filter(("regex:a",)) == "regex:a"
+
+
+def test_dry_run_prints_argv_and_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "b"
+    assert main(["capture", "--kernel", "regex:nvjet", "--kernel", "fmha", "--set", "basic", "--out", str(out),
+                 "--dry-run", "--ncu", "/opt/ncu", "--", "python3", "serve.py"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("/opt/ncu --clock-control none") for line in lines)
+    assert "--kernel-name regex:nvjet" in lines[0] and "--kernel-name fmha" in lines[1]
+    assert not out.exists()
+
+
+def test_op_options_pass_through_to_harness() -> None:
+    ours, harness = split_harness(["op", "gemm", "--m", "256", "--dtype=fp8", "--causal", "--out", "d"])
+    assert ours == ["op", "gemm", "--out", "d"] and harness == ["--m", "256", "--dtype=fp8", "--causal"]
+
+
+def test_diagnose_filter_matched_nothing_from_real_output(fx: Path) -> None:
+    text = read(fx, "filter-matched-nothing.txt")
+    assert available_kernels(text) == ["cunn_SoftMaxForwardReg", "distribution_elementwise_grid_stride_kernel"]
+    (d,) = diagnose(text)
+    assert d.cause == "filter-matched-nothing" and "cunn_SoftMaxForwardReg" in d.explanation
+
+
+def test_diagnose_env_wrapper_from_real_output(fx: Path) -> None:
+    causes = diagnose(read(fx, "env-wrapper-application-only.txt"), ("env", "FOO=1", "python3"))
+    assert causes[0].cause == "child-processes" and "`env`" in causes[0].explanation
+
+
+def test_diagnose_second_attach_from_real_output(fx: Path) -> None:
+    (d,) = diagnose(read(fx, "second-attach.txt"))
+    assert d.cause == "no-attachable-process" and "one attach session" in d.explanation
+
+
+def test_diagnose_documented_messages() -> None:
+    perm = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+            "Counters on the target device 0.")
+    assert diagnose(perm)[0].cause == "counter-permission"
+    skew = diagnose("==WARNING== No kernels were profiled.", driver_cuda="12.4", app_cuda="13.0")
+    assert skew[0].cause == "cuda-driver-skew" and "13.0" in skew[0].explanation
+    assert diagnose("==ERROR== Unexpected number of profiled kernels")[0].cause == "app-replay-varying-kernels"
+    assert diagnose("all fine") == []
+
+
+def test_analyze_harness_bundle_counted_vs_analytic(fx: Path) -> None:
+    (a,), _ = kernelscope.analyze(str(fx / "bundle_attn_causal"))
+    assert a.record.name == "flash_fwd_kernel"
+    assert a.analytic is not None and a.analytic["flops"] == 2 * 4 * 32 * 2048 * 2048 * 128  # causal half
+    assert a.analytic["counted_over_analytic_flops"] == pytest.approx(147_566_886_912 / 137_438_953_472)
+    assert any("masked tiles" in line for line in a.limiters)
+
+
+def test_measured_ceilings_side_by_side(fx: Path) -> None:
+    (a,), _ = kernelscope.analyze(str(fx / "gemm_bf16.ncu-rep"), achievable=str(fx / "measured-ceilings-h200.yaml"))
+    assert a.compute_ceiling_key == "h200-sxm.compute.bf16"
+    assert a.achievable is not None and a.achievable["compute_ceiling_key"] == "h200-measured.compute.bf16"
+    assert a.achievable["pct_compute"] == pytest.approx(a.pct_sol_compute * 989 / 770.9, rel=1e-6)
