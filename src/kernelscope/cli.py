@@ -50,6 +50,130 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .analysis.pipeline import bundles
+    from .report import roofline_data
+    from .report.context import header
+    from .report.html import render_html
+
+    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings)
+    if not items:
+        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r}")
+    campaign = _campaign_config(args.campaign_config) if args.campaign_config else None
+    ctx = header(bundles(args.inputs), campaign, {a.record.device for a in items if a.record.device},
+                 {"ceilings": f"{table.origin} ({items[0].hw_key})", "tool": f"kernelscope {__version__}",
+                  "inputs": ", ".join(args.inputs)})
+    title = args.title or f"kernelscope report: {len(items)} kernel launch(es)"
+    out = Path(args.out)
+    text = render_html(items, roofline_data.build(items, table, args.hw), ctx, title)
+    write_atomic({out.name: text}, out.parent)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _campaign_config(path: str) -> dict:
+    from .campaign.store import read_config
+
+    return read_config(Path(path))
+
+
+def _roofline(args: argparse.Namespace) -> int:
+    from .report import roofline_data, roofline_plot
+
+    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings)
+    if not items:
+        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r}")
+    out = roofline_plot.write(roofline_data.build(items, table, args.hw),
+                              args.title or f"roofline: {', '.join(args.inputs)}"[:120], Path(args.out))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    from .campaign import check, export, store
+    from .campaign.cells import SOURCES, import_ncu
+
+    root = Path(args.root)
+    if args.campaign_command == "import-ncu":
+        inputs = args.bundle or []
+        if not inputs:
+            raise KernelscopeError("give --bundle DIR, a .ncu-rep or a CSV export (repeatable)")
+        path = import_ncu(root, args.campaign, args.cell_id, inputs, hw=args.hw)
+        print(f"wrote {path}", file=sys.stderr)
+        return 0
+    config = store.load_config(root, args.campaign)
+    cells = store.cells(root, args.campaign)
+    if args.campaign_command == "check":
+        failures, notes = check.check(config, cells)
+        for line in failures:
+            print(f"FAIL: {line}")
+        for line in notes:
+            print(f"note: {line}")
+        print(f"{len(cells)} cell(s), {len(failures)} failure(s)")
+        return 1 if failures and args.strict else 0
+    if args.campaign_command == "export":
+        print(f"wrote {export.export_parquet(root, args.campaign, Path(args.parquet))}", file=sys.stderr)
+        return 0
+    # render: the cells' own copies of their sources, with the campaign's context
+    sources = [str(p) for cid in cells for p in sorted((store.cell_dir(root, args.campaign, cid) / SOURCES).iterdir())]
+    out = Path(args.out or store.campaign_dir(root, args.campaign) / "report.html")
+    return _report(argparse.Namespace(inputs=sources, kernel=None, hw=None, ceilings=None, out=str(out),
+                                      campaign_config=str(store.campaign_dir(root, args.campaign) / "config.yaml"),
+                                      title=f"campaign {args.campaign}: {len(cells)} cell(s)"))
+
+
+def _kernel_internals(args: argparse.Namespace) -> int:
+    from .report.internals import write
+
+    items, _ = analyze([args.bundle], hw=args.hw)
+    print(f"wrote {write(Path(args.bundle), items, 'ncu via kernelscope', f'kernelscope {__version__}')}",
+          file=sys.stderr)
+    return 0
+
+
+def _join(args: argparse.Namespace) -> int:
+    from .report import join
+
+    items, _ = analyze([args.ncu], hw=args.hw)
+    nsys = join.read_nsys(Path(args.nsys)) if args.nsys else {}
+    shares = join.read_shares(Path(args.zymtrace)) if args.zymtrace else {}
+    rows = join.join(items, nsys, shares)
+    if args.format == "csv":
+        sys.stdout.write(join.to_csv(rows))
+    elif args.format == "markdown":
+        sys.stdout.write(join.to_markdown(rows))
+    else:
+        from rich.table import Table
+
+        t = Table(*join.HEADER)
+        for r in rows:
+            t.add_row(*join.cells(r))
+        Console().print(t)
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .analysis.pipeline import bundles
+    from .report import diff
+
+    base, _ = analyze([args.baseline], hw=args.hw)
+    cand, _ = analyze([args.candidate], hw=args.hw)
+    ctx_a = diff.bundle_context(bundles([args.baseline]).get(str(Path(args.baseline))), base)
+    ctx_b = diff.bundle_context(bundles([args.candidate]).get(str(Path(args.candidate))), cand)
+    problems = diff.mismatches(ctx_a, ctx_b)
+    if problems and not args.allow_mismatch:
+        raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
+                               + "); pass --allow-mismatch to compare anyway")
+    mark = ("MISMATCH " + "; ".join(problems)) if problems else ""
+    print("kernel\tfigure\tbaseline\tcandidate\tchange %" + ("\tcontext" if mark else ""))
+    for r in diff.diff(base, cand):
+        def f(v: float | None) -> str:
+            return "—" if v is None else f"{v:.4g}"
+        print(f"{r.kernel}\t{r.figure}\t{f(r.baseline)}\t{f(r.candidate)}\t{f(r.change_pct)}"
+              + (f"\t{mark}" if mark else ""))
+    return 0
+
+
 def _capture(args: argparse.Namespace) -> int:
     from .capture import commands
 
@@ -113,6 +237,66 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--format", choices=("table", "json", "csv"), help="what to print (default: table)")
     a.add_argument("--out", help="directory to write kernels.json and kernels.csv into")
     a.set_defaults(func=_analyze)
+
+    def inputs_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("inputs", nargs="+", help=".ncu-rep, ncu CSV export or bundle dir")
+        p.add_argument("--kernel", help="exact kernel name, or regex:EXPR")
+        p.add_argument("--hw", help="ceilings key to use instead of the report's device")
+        p.add_argument("--ceilings", help="a ceilings YAML file replacing the packaged one")
+        p.add_argument("--title")
+
+    r = sub.add_parser("report", help="self-contained HTML report (opens offline)")
+    inputs_options(r)
+    r.add_argument("--out", required=True, help="report.html")
+    r.add_argument("--campaign-config", help="a campaign config.yaml whose context fills the header")
+    r.set_defaults(func=_report)
+
+    ro = sub.add_parser("roofline", help="static roofline plot (.png or .svg)")
+    inputs_options(ro)
+    ro.add_argument("--out", required=True, help="roofline.png or roofline.svg")
+    ro.set_defaults(func=_roofline)
+
+    cp = sub.add_parser("campaign", help="campaigns of cells stored as plain files")
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
+    for name, text in (("import-ncu", "import a bundle/.ncu-rep/CSV as a cell (idempotent)"),
+                       ("render", "the campaign's HTML report"), ("check", "gates; --strict exits 1 on failure"),
+                       ("export", "one kernels table as Parquet")):
+        sp = cp_sub.add_parser(name, help=text)
+        sp.add_argument("--campaign", required=True)
+        sp.add_argument("--root", default="campaigns", help="directory holding campaigns (default ./campaigns)")
+        if name == "import-ncu":
+            sp.add_argument("--cell-id", required=True)
+            sp.add_argument("--bundle", action="append", help="bundle dir, .ncu-rep or CSV export (repeatable)")
+            sp.add_argument("--hw")
+        if name == "render":
+            sp.add_argument("--out", help="default: <root>/<campaign>/report.html")
+        if name == "check":
+            sp.add_argument("--strict", action="store_true")
+        if name == "export":
+            sp.add_argument("--parquet", required=True, help="output directory")
+        sp.set_defaults(func=_campaign)
+
+    bu = sub.add_parser("bundle", help="bundle tools")
+    bu_sub = bu.add_subparsers(dest="bundle_command", required=True)
+    ki = bu_sub.add_parser("kernel-internals", help="write kernel_internals into inference_perfbench_v1.json")
+    ki.add_argument("--bundle", required=True)
+    ki.add_argument("--hw")
+    ki.set_defaults(func=_kernel_internals)
+
+    jo = sub.add_parser("join", help="ncu figures + nsys kernel totals + profiler sample shares, by name")
+    jo.add_argument("--ncu", required=True, help="bundle or report")
+    jo.add_argument("--nsys", help="nsys stats --report cuda_gpu_kern_sum --format csv output")
+    jo.add_argument("--zymtrace", help="CSV of sample shares: name, share %%")
+    jo.add_argument("--hw")
+    jo.add_argument("--format", choices=("table", "csv", "markdown"), default="table")
+    jo.set_defaults(func=_join)
+
+    di = sub.add_parser("diff", help="compare two bundles kernel by kernel (same context only)")
+    di.add_argument("baseline")
+    di.add_argument("candidate")
+    di.add_argument("--allow-mismatch", action="store_true")
+    di.add_argument("--hw")
+    di.set_defaults(func=_diff)
 
     c = sub.add_parser("capture", help="scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach")
     c.add_argument("--kernel", action="append", help="kernel name or regex:EXPR; repeat for a sequence of captures")

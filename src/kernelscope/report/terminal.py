@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..analysis.frontier import frontier
 from ..model import Assessment
 
 
@@ -56,3 +57,9 @@ def render(items: Sequence[Assessment], console: Console, context_line: str) -> 
             console.print(escape(f"  {i}. [{lv.rule}] {lv.action}\n     expect: {lv.expected}; confirm: {lv.confirm}"))
         if r.unmeasured:
             console.print(f"  unmeasured: {', '.join(r.unmeasured)}")
+    rows = frontier(items)
+    if rows:
+        console.print("\n[bold]Next-lever frontier[/bold] (all kernels; gain x time share / cost)")
+        for i, f in enumerate(rows[:10], 1):
+            console.print(escape(f"  {i}. {f.kernel} ({f.time_share_pct:.0f} % of time) [{f.rule}] {f.action}"
+                                 f"\n     expect: {f.expected}; confirm: {f.confirm}"))

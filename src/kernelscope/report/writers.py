@@ -8,9 +8,11 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..analysis.frontier import frontier
 from ..model import Assessment
 from .tables import SCHEMA_VERSION, UNITS, flat_row, kernel_dict
 
@@ -21,6 +23,7 @@ def document(items: Sequence[Assessment], context: dict[str, Any]) -> dict[str, 
         "context": context,
         "units": UNITS,
         "kernels": [kernel_dict(a) for a in items],
+        "frontier": [asdict(f) for f in frontier(items)],
     }
 
 
@@ -40,6 +43,13 @@ def to_csv(items: Sequence[Assessment]) -> str:
     return buf.getvalue()
 
 
+def _umask_mode() -> int:
+    """mkstemp makes 0600 files; published outputs get the usual 0666 & ~umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(files: dict[str, str], out_dir: Path) -> list[Path]:
     """Write every file to a temp name in `out_dir`, then rename each into place."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -49,8 +59,23 @@ def write_atomic(files: dict[str, str], out_dir: Path) -> list[Path]:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
+            os.chmod(tmp, _umask_mode())
             staged.append((name, Path(tmp)))
         return [Path(os.replace(tmp, out_dir / name) or out_dir / name) for name, tmp in staged]
     finally:
         for _, tmp in staged:
             tmp.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(data: bytes, out: Path) -> Path:
+    """One binary file (an image), written to a temp name beside it and renamed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return out

@@ -1,0 +1,30 @@
+"""Kernel categories from one editable rule table: first matching rule wins.
+
+Each rule names the precision family whose ceiling a kernel is placed against on the roofline
+when its own FLOP counters were not collected (drawn hollow, labelled "AI unmeasured").
+"""
+
+from __future__ import annotations
+
+import re
+
+# (category, regex on the kernel's short or full name, family precision class)
+CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
+    ("NCCL", r"nccl|all_?reduce|allgather|reduce_?scatter|multimem", "fp32"),
+    ("FP4/FP8 BMM", r"bmm_E2m1|bmm_E4m3|fp4|nvfp4|e2m1|qqtst|fp8.*gemm|gemm.*fp8|scaled_mm", "tensor_fp8"),
+    ("MoE", r"moe|fused_experts|topk_?gating|expert", "tensor_bf16"),
+    ("attention/FMHA", r"fmha|flash|attention|attn|paged_?attention|mla", "tensor_bf16"),
+    ("GEMM/cuBLAS", r"nvjet|gemm|gemv|cutlass|xmma|cublas|sm90_|matmul|wgmma", "tensor_bf16"),
+    ("Triton-fused", r"^triton_|triton", "fp32"),
+    ("elementwise", r"elementwise|vectorized|unrolled|norm|softmax|SoftMax|reduce|copy|fill|silu|gelu|act_and_mul",
+     "fp32"),
+)
+OTHER = ("other", "fp32")
+
+
+def categorize(name: str, name_full: str = "") -> tuple[str, str]:
+    """(category, family precision class) of a kernel."""
+    for category, pattern, family in CATEGORY_RULES:
+        if re.search(pattern, name, re.IGNORECASE) or re.search(pattern, name_full, re.IGNORECASE):
+            return category, family
+    return OTHER

@@ -1,0 +1,78 @@
+"""Write `kernel_internals` into a bundle's inference_perfbench_v1.json, leaving every other key
+byte-for-byte as it was (the file belongs to another tool; we splice, we do not re-serialise)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..campaign.cells import binding_sol
+from ..errors import InputError
+from ..model import Assessment
+from .writers import write_atomic
+
+FILE = "inference_perfbench_v1.json"
+KEY = "kernel_internals"
+
+
+def block(items: Sequence[Assessment], method: str, tool: str) -> dict[str, Any]:
+    per_kernel = {}
+    for a in items:
+        r = a.record
+        pct, key = binding_sol(a)
+        per_kernel[r.name] = {
+            "achieved_occupancy_pct": r.achieved_occupancy_pct,
+            "theoretical_occupancy_pct": r.theoretical_occupancy_pct,
+            "dram_throughput_pct_peak": r.dram_throughput_pct, "sm_throughput_pct_peak": r.sm_busy_pct,
+            "regs_per_thread": r.registers_per_thread, "smem_per_block_bytes": r.shared_mem_per_block_bytes,
+            "block_limit_factor": r.occupancy_limiter, "arithmetic_intensity": r.arithmetic_intensity,
+            "pct_sol": pct, "ceiling_key": key, "bound": a.bound,
+        }
+    return {"captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "method": method,
+            "tool_version": tool, "per_kernel": per_kernel}
+
+
+def _top_level_spans(text: str, path: Path) -> tuple[dict[str, tuple[int, int]], int]:
+    """key -> (start, end) of its value in `text`, and the index of the closing brace."""
+    decoder = json.JSONDecoder()
+    i = text.index("{") + 1
+    spans: dict[str, tuple[int, int]] = {}
+    while True:
+        while text[i].isspace() or text[i] == ",":
+            i += 1
+        if text[i] == "}":
+            return spans, i
+        key, i = decoder.raw_decode(text, i)
+        while text[i].isspace() or text[i] == ":":
+            i += 1
+        start = i
+        _, i = decoder.raw_decode(text, i)
+        spans[key] = (start, i)
+
+
+def merge(text: str | None, value: dict[str, Any], path: Path) -> str:
+    rendered = json.dumps(value, indent=2)
+    if text is None:
+        return json.dumps({KEY: value}, indent=2) + "\n"
+    try:
+        if not isinstance(json.loads(text), dict):
+            raise InputError(path, "top level is not a JSON object")
+        spans, close = _top_level_spans(text, path)
+    except (ValueError, IndexError) as exc:
+        raise InputError(path, f"not valid JSON ({exc})") from exc
+    if KEY in spans:
+        start, end = spans[KEY]
+        return text[:start] + rendered + text[end:]
+    body = text[:close].rstrip()
+    sep = "" if body.endswith("{") else ","
+    return body + f'{sep}\n  "{KEY}": ' + rendered + "\n" + text[close:]
+
+
+def write(bundle: Path, items: Sequence[Assessment], method: str, tool: str) -> Path:
+    path = bundle / FILE
+    text = path.read_text() if path.exists() else None
+    write_atomic({FILE: merge(text, block(items, method, tool), path)}, bundle)
+    return path

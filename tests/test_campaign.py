@@ -1,0 +1,131 @@
+"""Campaign cells, idempotent import, strict gates and the Parquet export, on real fixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+import yaml
+
+from kernelscope.campaign.check import krhpa_problems
+from kernelscope.cli import main
+
+GOOD_KRHPA = {"candidate": {"name": "fp8 weights", "K": 2, "R": 3, "H": 2, "P": 1, "A": 4},
+              "baseline": {"name": "bf16", "K": 1, "R": 1, "H": 1, "P": 1, "A": 1}}
+
+
+def imp(root: Path, cell: str, *sources: Path, slug: str = "decode-h200") -> int:
+    argv = ["campaign", "import-ncu", "--root", str(root), "--campaign", slug, "--cell-id", cell]
+    for s in sources:
+        argv += ["--bundle", str(s)]
+    return main(argv)
+
+
+def cell_doc(root: Path, cell: str) -> dict:
+    return json.loads((root / "decode-h200" / "cells" / cell / "ncu_kernels.json").read_text())
+
+
+def set_config(root: Path, **changes: object) -> None:
+    path = root / "decode-h200" / "config.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc.update(changes)
+    path.write_text(yaml.safe_dump(doc))
+
+
+def strict(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["campaign", "check", "--root", str(root), "--campaign", "decode-h200", "--strict"])
+    return code, capsys.readouterr().out
+
+
+def test_cell_fields_from_real_gemm(fx: Path, tmp_path: Path) -> None:
+    assert imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv") == 0
+    doc = cell_doc(tmp_path, "c1")
+    assert doc["schema_version"] == 1 and doc["hw_key"] == "h200-sxm" and len(doc["captured_sources"]) == 2
+    gemm, decode = doc["kernels"]
+    assert gemm["category"] == "GEMM/cuBLAS" and gemm["flops"]["tensor_bf16"] == 274_877_906_944
+    assert gemm["tensor_flops_total"] == 274_877_906_944 and gemm["kernel_time_ns"] == 337_216
+    assert gemm["bound"] == "compute" and gemm["ceiling_key"] == "h200-sxm.compute.bf16"
+    assert gemm["pct_sol"] == pytest.approx(100 * 274_877_906_944 / 337_216e-9 / 989e12)
+    assert gemm["regs_per_thread"] == 168 and gemm["block_limit_factor"] == "registers+shared_mem"
+    assert decode["dram_bytes_total"] == 136_790_528 and decode["ceiling_key"] == "h200-sxm.memory.hbm"
+    assert decode["arithmetic_intensity_flops_per_byte"] == pytest.approx(1_073_741_824 / 136_790_528)
+    assert decode["achieved_dram_pct_peak"] == pytest.approx(80.84, abs=0.01)
+
+
+def test_import_is_idempotent_and_accepts_every_input_kind(fx: Path, tmp_path: Path) -> None:
+    assert imp(tmp_path, "c1", fx / "bundle_attn_causal") == 0
+    first = (tmp_path / "decode-h200/cells/c1/ncu_kernels.json").read_bytes()
+    assert imp(tmp_path, "c1", fx / "bundle_attn_causal") == 0
+    assert (tmp_path / "decode-h200/cells/c1/ncu_kernels.json").read_bytes() == first
+    assert imp(tmp_path, "c2", fx / "decode_gemm-details.csv") == 2  # no device name: needs --hw
+    assert main(["campaign", "import-ncu", "--root", str(tmp_path), "--campaign", "decode-h200", "--cell-id", "c2",
+                 "--bundle", str(fx / "decode_gemm-details.csv"), "--hw", "h200-sxm"]) == 0
+    assert not list((tmp_path / "decode-h200/cells").glob(".*"))  # no staging left behind
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "..", ".hidden"])
+def test_slugs_and_cell_ids_are_checked(fx: Path, tmp_path: Path, bad: str) -> None:
+    assert imp(tmp_path, bad, fx / "gemm_bf16.ncu-rep") == 2
+    assert imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep", slug=bad) == 2
+    assert not any(tmp_path.rglob("ncu_kernels.json"))
+
+
+def test_strict_gate_each_reason_then_pass(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    imp(tmp_path, "base", fx / "gemm_bf16.ncu-rep")
+    imp(tmp_path, "basic", fx / "gemm_basic.ncu-rep")
+    imp(tmp_path, "cand", fx / "fp8_gemm.ncu-rep")
+    # 1. an L4 campaign without a krhpa block
+    code, out = strict(tmp_path, capsys)
+    assert code == 1 and "krhpa block missing" in out
+    # 2. a krhpa block with a boolean and an out-of-range axis
+    bad = json.loads(json.dumps(GOOD_KRHPA))
+    bad["candidate"]["K"], bad["baseline"]["A"], bad["baseline"]["name"] = True, 5, " "
+    set_config(tmp_path, krhpa=bad)
+    code, out = strict(tmp_path, capsys)
+    assert code == 1 and "krhpa.candidate.K must be an integer 1..4, got True" in out
+    assert "krhpa.baseline.A must be an integer 1..4, got 5" in out and "krhpa.baseline.name" in out
+    # 3. a %SoL claim resting only on unmeasured kernels
+    set_config(tmp_path, krhpa=GOOD_KRHPA, claims=[{"cell": "basic", "pct_sol": 80}])
+    code, out = strict(tmp_path, capsys)
+    assert code == 1 and "rests only on unmeasured kernels" in out
+    # 4. a comparison whose arms differ in context (different ncu metric sets here)
+    set_config(tmp_path, claims=[{"cell": "base", "pct_sol": 82}],
+               comparisons=[{"baseline": "base", "candidate": "basic"}])
+    code, out = strict(tmp_path, capsys)
+    assert code == 1 and "arms differ in context" in out
+    # a complete campaign passes
+    set_config(tmp_path, comparisons=[{"baseline": "base", "candidate": "cand"}])
+    code, out = strict(tmp_path, capsys)
+    assert code == 0 and "0 failure(s)" in out, out
+
+
+def test_h1_suggested_for_gemm_without_tensor_pipe() -> None:
+    from kernelscope.campaign.check import h_suggestions
+
+    cells = {"c": {"kernels": [{"name": "gemv_fp32", "category": "GEMM/cuBLAS", "tensor_pipe_active_pct": 0.1}]}}
+    assert h_suggestions(cells) == ["suggest H1: c/gemv_fp32 is GEMM-class with tensor pipe 0.10 % active"]
+    assert krhpa_problems(GOOD_KRHPA) == []
+
+
+def test_export_parquet_reads_back_in_duckdb(fx: Path, tmp_path: Path) -> None:
+    imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep")
+    imp(tmp_path, "c2", fx / "fp8_gemm.ncu-rep")
+    set_config(tmp_path, context={"model": "llama-3-8b", "hardware": "1x H200"})
+    out = tmp_path / "pq"
+    argv = ["campaign", "export", "--root", str(tmp_path), "--campaign", "decode-h200", "--parquet", str(out)]
+    assert main(argv) == 0
+    rows = duckdb.sql(f"select cell_id, flops_tensor_fp8, ceiling_key, context_model, cell_gpu_name "
+                      f"from '{out}/decode-h200-kernels.parquet' order by cell_id").fetchall()
+    assert rows == [("c1", 0.0, "h200-sxm.compute.bf16", "llama-3-8b", "NVIDIA H200"),
+                    ("c2", 17_179_869_184.0, "h200-sxm.compute.fp8", "llama-3-8b", "NVIDIA H200")]
+
+
+def test_render_campaign_report(fx: Path, tmp_path: Path) -> None:
+    imp(tmp_path, "c1", fx / "bundle_attn_causal")
+    set_config(tmp_path, context={"model": "toy-attention", "quantisation": "bf16"})
+    assert main(["campaign", "render", "--root", str(tmp_path), "--campaign", "decode-h200"]) == 0
+    text = (tmp_path / "decode-h200" / "report.html").read_text()
+    assert "toy-attention" in text and "<td>parallelism</td><td class='unknown'>unknown</td>" in text
+    assert '<g id="kernel-0"' in text

@@ -1,0 +1,123 @@
+"""Roofline plot, HTML report, kernel_internals, join and diff on the committed real fixtures."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope.cli import main
+from kernelscope.report import join, roofline_data
+from kernelscope.report.internals import merge
+
+MIXED = ("bundle_attn_causal", "gemm_basic.ncu-rep", "decode_gemm.ncu-rep", "divergent.ncu-rep")
+
+
+def inputs(fx: Path) -> list[str]:
+    return [str(fx / n) for n in MIXED]
+
+
+def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
+    items, table = kernelscope.analyze(inputs(fx))
+    data = roofline_data.build(items, table)
+    assert [r.key for r in data.roofs] == ["h200-sxm.compute.fp32", "h200-sxm.compute.bf16"]
+    assert data.memory_key == "h200-sxm.memory.hbm"
+    hollow = [p for p in data.points if not p.measured]
+    assert len(hollow) == 1 and "AI unmeasured" in hollow[0].label
+    assert hollow[0].ai == pytest.approx(989 / 4.8)  # at its family's ridge...
+    assert hollow[0].tflops == pytest.approx(989 * 0.9332, rel=1e-3)  # ...by SM busy, never as measured
+    decode = next(p for p in data.points if p.label.startswith("nvjet_sm90_tst_64x8"))
+    assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_790_528)
+
+
+@pytest.mark.parametrize("ext", ["png", "svg"])
+def test_roofline_files(fx: Path, tmp_path: Path, ext: str) -> None:
+    out = tmp_path / f"roofline.{ext}"
+    assert main(["roofline", *inputs(fx), "--out", str(out)]) == 0
+    data = out.read_bytes()
+    if ext == "png":
+        assert data.startswith(b"\x89PNG") and len(data) > 20_000
+    else:
+        text = data.decode()
+        assert len(re.findall(r'<g id="kernel-\d+"', text)) == 4
+        assert "h200-sxm.compute.bf16 = 989 TFLOP/s" in text and "AI unmeasured" in text
+
+
+def test_html_is_self_contained_with_context(fx: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", *inputs(fx), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text) and "url(http" not in text
+    assert text.count("class='kernel-row'") == 4
+    assert "<td>model</td><td class='unknown'>unknown</td>" in text  # unknown said, not guessed
+    assert "NVIDIA H200 (driver 580.159.04)" in text and "ncu 2025.3.1.0, set roofline" in text
+    assert "Next-lever frontier" in text and "counted flops are 1.07x" in text
+
+
+def test_kernel_internals_merge_keeps_other_keys_byte_identical(fx: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "b"
+    shutil.copytree(fx / "bundle_attn_causal", bundle)
+    original = ('{\n  "schema":   "inference_perfbench_v1",\n  "results": {"tok_s": 1234.50, "p99_ms": [1,2, 3]},\n'
+                '  "kernel_internals": {"old": true},\n  "notes": "keep \\u00e9 exactly"\n}\n')
+    (bundle / "inference_perfbench_v1.json").write_text(original)
+    assert main(["bundle", "kernel-internals", "--bundle", str(bundle)]) == 0
+    text = (bundle / "inference_perfbench_v1.json").read_text()
+    for kept in ('"schema":   "inference_perfbench_v1"', '"results": {"tok_s": 1234.50, "p99_ms": [1,2, 3]}',
+                 '"notes": "keep \\u00e9 exactly"'):
+        assert kept in text
+    doc = json.loads(text)
+    k = doc["kernel_internals"]["per_kernel"]["flash_fwd_kernel"]
+    assert k["regs_per_thread"] == 255 and k["bound"] == "latency" and k["ceiling_key"] == "h200-sxm.compute.bf16"
+    assert k["block_limit_factor"] == "registers+shared_mem" and doc["kernel_internals"]["method"]
+    assert set(doc) == {"schema", "results", "kernel_internals", "notes"}
+
+
+def test_kernel_internals_creates_file_and_appends_key(tmp_path: Path) -> None:
+    assert json.loads(merge(None, {"a": 1}, tmp_path / "x")) == {"kernel_internals": {"a": 1}}
+    assert merge('{"x": 1}', {"a": 1}, tmp_path / "x").startswith('{"x": 1,\n  "kernel_internals": {')
+    assert json.loads(merge("{}", {"a": 1}, tmp_path / "x")) == {"kernel_internals": {"a": 1}}
+
+
+def test_join_names_across_mangled_demangled_templated(fx: Path, tmp_path: Path) -> None:
+    assert join.base("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_") \
+        == "vectorized_elementwise_kernel"
+    assert join.base("void at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<float, float, float>(T3 *)") \
+        == "cunn_SoftMaxForwardReg"
+    assert join.base("_Z13divergent_fmaPfi") == "divergent_fma"
+    nsys = tmp_path / "kern_sum.csv"
+    nsys.write_text('"Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)",'
+                    '"StdDev (ns)","Name"\n'
+                    '61.2,"1,234,567",10,123456.7,1,1,1,0,"void at::native::(anonymous namespace)::'
+                    'cunn_SoftMaxForwardReg<c10::BFloat16, float, c10::BFloat16>(T3 *, const T1 *, T5)"\n'
+                    '20.0,500000,5,100000,1,1,1,0,"divergent_fma(float *, int)"\n')
+    shares = tmp_path / "shares.csv"
+    shares.write_text("name,share %\n_Z13divergent_fmaPfi,12.5\ncunn_SoftMaxForwardReg,40.0\n")
+    items, _ = kernelscope.analyze([str(fx / "softmax.ncu-rep.gz"), str(fx / "divergent.ncu-rep")])
+    rows = join.join(items, join.read_nsys(nsys), join.read_shares(shares))
+    assert [(r.kernel, r.samples_pct, r.nsys_total_ms) for r in rows] == [
+        ("cunn_SoftMaxForwardReg", 40.0, pytest.approx(1.234567)), ("divergent_fma", 12.5, pytest.approx(0.5))]
+    md = join.to_markdown(rows)
+    assert md.startswith("| kernel | samples % | nsys total ms | DRAM % | SM % | %SoL | verdict |")
+
+
+def test_diff_refuses_mismatched_contexts(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(fx / "bundle_attn_causal", a)
+    shutil.copytree(fx / "bundle_attn_causal", b)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "flash_fwd_kernel\tduration_us\t473" in out and "MISMATCH" not in out
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["gpu_name"] = "NVIDIA H100 80GB HBM3"
+    manifest["metric_set"] = "full"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["diff", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert "contexts differ" in err and "device: 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'" in err
+    assert main(["diff", str(a), str(b), "--allow-mismatch"]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines()[1:] if r]
+    assert rows and all("MISMATCH device" in r for r in rows)
