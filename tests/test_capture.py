@@ -164,3 +164,14 @@ def test_measured_ceilings_side_by_side(fx: Path) -> None:
     assert a.compute_ceiling_key == "h200-sxm.compute.bf16"
     assert a.achievable is not None and a.achievable["compute_ceiling_key"] == "h200-measured.compute.bf16"
     assert a.achievable["pct_compute"] == pytest.approx(a.pct_sol_compute * 989 / 770.9, rel=1e-6)
+
+
+def test_kernel_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelscope.capture.kernel_sets import kernels, load
+
+    sets = load()
+    assert "regex:bmm_E2m1" in kernels("b200-nvfp4") and len(kernels("h200-bf16-fp8")) == 5
+    assert all({"kernel", "category", "expected", "measured"} <= set(e) for v in sets.values() for e in v)
+    assert main(["capture", "--kernel-set", "h200-bf16-fp8", "--out", str(tmp_path / "b"), "--dry-run", "--",
+                 "python3", "x.py"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 5

@@ -174,11 +174,33 @@ def _diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kernels(args: argparse.Namespace) -> tuple[str, ...]:
+    from .capture.kernel_sets import kernels
+
+    return tuple(args.kernel or ()) + (kernels(args.kernel_set) if getattr(args, "kernel_set", None) else ())
+
+
+def _k8s(args: argparse.Namespace) -> int:
+    from .k8s import commands
+
+    if args.k8s_command == "inspect":
+        return commands.run_inspect(args.namespace, args.deployment, args.tools_image, args.container)
+    if args.k8s_command == "cleanup":
+        return commands.run_cleanup(args.namespace, args.release, args.timeout)
+    plan = CapturePlan(kernels=_kernels(args), metric_set=args.set, addons=tuple(args.add or ()),
+                       launch_skip=args.launch_skip, launch_count=args.launch_count,
+                       attach=parse_attach("127.0.0.1:49152"))
+    warmup = (args.warmup_url, args.warmup_body, args.warmup_requests) if args.warmup_url else None
+    return commands.run_capture(args.namespace, args.deployment, plan, Path(args.out), args.tools_image,
+                                args.pull_secret, args.ncu_home, args.release, args.direct, args.dry_run,
+                                args.timeout, warmup, ["kernelscope", *sys.argv[1:]])
+
+
 def _capture(args: argparse.Namespace) -> int:
     from .capture import commands
 
     plan = CapturePlan(
-        kernels=tuple(args.kernel or ()), metric_set=args.set, addons=tuple(args.add or ()),
+        kernels=_kernels(args), metric_set=args.set, addons=tuple(args.add or ()),
         launch_skip=args.launch_skip, launch_count=args.launch_count, target=tuple(args.target),
         attach=parse_attach(args.attach) if args.attach else None, clock_control=args.clock_control,
         target_processes=args.target_processes, replay_mode=args.replay_mode,
@@ -217,7 +239,7 @@ def _measure(args: argparse.Namespace) -> int:
 
 def _capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", default="roofline", choices=SETS, help="roofline (ours, 8 passes), basic, full")
-    p.add_argument("--add", action="append", choices=("stalls", "divergence"), help="add-on to --set roofline")
+    p.add_argument("--add", action="append", choices=("stalls", "sm-throughput"), help="add-on to --set roofline")
     p.add_argument("--out", required=True, help="bundle directory to create")
     p.add_argument("--ncu", help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
@@ -298,8 +320,43 @@ def parser() -> argparse.ArgumentParser:
     di.add_argument("--hw")
     di.set_defaults(func=_diff)
 
+    k8 = sub.add_parser("k8s", help="capture from a Kubernetes deployment through a sister release")
+    k8_sub = k8.add_subparsers(dest="k8s_command", required=True)
+    for name, text in (("inspect", "what capture path is possible, and why"),
+                       ("capture", "plan, then run: sister -> sidecar -> capture -> copy out -> cleanup"),
+                       ("cleanup", "uninstall a sister release left behind")):
+        kp = k8_sub.add_parser(name, help=text)
+        kp.add_argument("-n", "--namespace", default="default")
+        kp.add_argument("--timeout", type=float, default=600.0, help="seconds for every wait (default 600)")
+        if name == "cleanup":
+            kp.add_argument("--release", required=True)
+        else:
+            kp.add_argument("deployment", help="deploy/NAME")
+            kp.add_argument("--tools-image", default="kernelscope-tools:ncu-2025.3.1",
+                            help="image holding ncu (e.g. an NGC PyTorch image for a newer ncu)")
+        if name == "inspect":
+            kp.add_argument("--container")
+        if name == "capture":
+            kp.add_argument("--kernel", action="append")
+            kp.add_argument("--kernel-set")
+            kp.add_argument("--set", default="roofline", choices=SETS)
+            kp.add_argument("--add", action="append", choices=("stalls", "sm-throughput"))
+            kp.add_argument("--launch-skip", type=int, default=0)
+            kp.add_argument("--launch-count", type=int, default=1)
+            kp.add_argument("--out", required=True)
+            kp.add_argument("--pull-secret", help="imagePullSecret name for the tools image's registry")
+            kp.add_argument("--ncu-home", help="where ncu lives inside the tools image")
+            kp.add_argument("--release", help="sister release name (default NAME-ncu)")
+            kp.add_argument("--direct", action="store_true", help="attach to the production pod (if attachable)")
+            kp.add_argument("--dry-run", action="store_true", help="list every kubectl/helm step, change nothing")
+            kp.add_argument("--warmup-url", help="POST warm-up requests here from the sidecar")
+            kp.add_argument("--warmup-body", default='{"prompt": "hello", "max_tokens": 16}')
+            kp.add_argument("--warmup-requests", type=int, default=3)
+        kp.set_defaults(func=_k8s)
+
     c = sub.add_parser("capture", help="scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach")
     c.add_argument("--kernel", action="append", help="kernel name or regex:EXPR; repeat for a sequence of captures")
+    c.add_argument("--kernel-set", help="a named list of hot kernels (see capture/kernel_sets.yaml)")
     c.add_argument("--launch-skip", type=int, default=0)
     c.add_argument("--launch-count", type=int, default=1)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")

@@ -1,0 +1,4 @@
+{{- define "sister.labels" -}}
+app.kubernetes.io/name: kernelscope-sister
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
