@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--every", type=float, default=0.5)
     ap.add_argument("--graph", action="store_true")
+    ap.add_argument("--wall", action="store_true", help="also print wall-clock time (to align with other logs)")
     a = ap.parse_args()
     print(json.dumps({"event": "process-start", "wall": time.time()}), flush=True)
     step = make_step(a.graph)
@@ -54,8 +55,10 @@ def main() -> None:
         torch.cuda.synchronize()
         n += 1
         if now - last >= a.every:
-            print(json.dumps({"t": round(now - t0, 3), "steps": n, "us_per_step": round((now - last) / n * 1e6, 1)}),
-                  flush=True)
+            row = {"t": round(now - t0, 3), "steps": n, "us_per_step": round((now - last) / n * 1e6, 1)}
+            if a.wall:
+                row["wall"] = time.time()
+            print(json.dumps(row), flush=True)
             last, n = now, 0
     print(json.dumps({"event": "exit"}), flush=True)
     sys.exit(0)

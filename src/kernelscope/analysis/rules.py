@@ -91,7 +91,7 @@ LIMITERS: tuple[LimiterRule, ...] = (
                 lambda f: f"occupancy limited by shared memory ({(f.rec.shared_mem_per_block_bytes or 0) / 1024:.1f} KiB/block): theoretical {_pct(f.rec.theoretical_occupancy_pct)}"),
     LimiterRule("sub-wave-grid",
                 lambda f: f.lt(f.rec.waves_per_sm, 1.0),
-                lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.0f} % of one wave: some SMs idle the whole kernel"),
+                lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.1f} % of one wave: some SMs idle the whole kernel"),
     LimiterRule("tail-effect",
                 lambda f: f.ge(f.tail_idle_pct, TAIL_IDLE_PCT) and f.ge(f.rec.waves_per_sm, 1.0),
                 lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, {f.tail_idle_pct:.0f} % of SM slots idle in the last wave"),

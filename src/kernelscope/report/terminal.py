@@ -49,7 +49,9 @@ def render(items: Sequence[Assessment], console: Console, context_line: str) -> 
                           f"({ach['compute_ceiling_key']}), memory {_num(ach['pct_memory'], '.0f')} % "
                           f"({ach['memory_ceiling_key']})")
         if r.dominant_precision:
-            console.print(f"  dominant precision {r.dominant_precision}; SM busy {_num(r.sm_busy_pct, '.0f')} %; "
+            console.print(f"  dominant precision {r.dominant_precision}; SM busy {_num(r.sm_busy_pct, '.0f')} %, "
+                          f"issue slots busy {_num(r.issue_active_pct, '.0f')} %, "
+                          f"SM active {_num(r.sm_active_pct, '.0f')} %; "
                           f"tensor pipe {_num(r.tensor_pipe_active_pct, '.0f')} %")
         for line in a.limiters:
             console.print(escape(f"  • {line}"))
