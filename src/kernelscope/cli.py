@@ -12,7 +12,7 @@ from rich.console import Console
 
 from . import __version__
 from .analysis.pipeline import analyze
-from .capture.plan import SETS, CapturePlan, parse_attach
+from .capture.plan import MAX_LAUNCH_COUNT, SETS, CapturePlan, parse_attach
 from .errors import KernelscopeError
 from .report.terminal import render
 from .report.writers import to_csv, to_json, write_atomic
@@ -361,7 +361,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--launch-count", type=int, default=1)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")
     c.add_argument("--allow-unscoped", action="store_true", help="capture every kernel (slow: each is replayed)")
-    c.add_argument("--force", action="store_true", help=f"allow --launch-count above {5}")
+    c.add_argument("--force", action="store_true", help=f"allow --launch-count above {MAX_LAUNCH_COUNT}")
     c.add_argument("--clock-control", default="none", choices=("none", "base"),
                    help="none (default): measure at the clocks serving runs at; base: ncu's locked clocks")
     c.add_argument("--target-processes", default="all", choices=("all", "application-only"))

@@ -20,10 +20,6 @@ class NcuInfo:
     version: str  # e.g. "2025.3.1.0"
     help_text: str
 
-    @property
-    def year(self) -> int:
-        return int(self.version.split(".")[0])
-
 
 def parse_version(text: str) -> str:
     m = re.search(r"Version (\d{4}\.\d+(?:\.\d+)*)", text)
