@@ -119,7 +119,9 @@ def capture(plan: CapturePlan, out: Path, ncu: NcuInfo, command: list[str], time
                 code, output, wall = _run(argv, env, timeout)
             (stage / f"{PROFILES}/{slug(kernel, i)}.log").write_text(output)
             if not (stage / rel).exists() or "No kernels were profiled" in output:
-                found = diagnose(output, plan.target, gpu_facts()["driver_cuda_version"])
+                # the app's CUDA: NVIDIA's CUDA images set CUDA_VERSION; the driver's: nvidia-smi
+                app_cuda = dict(plan.env).get("CUDA_VERSION") or os.environ.get("CUDA_VERSION")
+                found = diagnose(output, plan.target, gpu_facts()["driver_cuda_version"], app_cuda)
                 if plan.target and not any(d.cause == "filter-matched-nothing" for d in found):
                     _, listing, _ = _run(listing_argv(plan, ncu.path), env, timeout)
                     found += [d for d in diagnose(listing, plan.target) if d.cause == "filter-matched-nothing"]
