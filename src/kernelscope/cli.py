@@ -13,18 +13,26 @@ from rich.console import Console
 from . import __version__
 from .analysis.pipeline import analyze
 from .capture.plan import MAX_LAUNCH_COUNT, SETS, CapturePlan, parse_attach
+from .ceilings import CeilingsFile
 from .errors import KernelscopeError
+from .model import Assessment
 from .report.terminal import render
 from .report.writers import to_csv, to_json, write_atomic
+
+
+def _analyzed(args: argparse.Namespace, achievable: str | None = None) -> tuple[list[Assessment], CeilingsFile]:
+    """The inputs' assessments; a --kernel that matches nothing is an error, not an empty output."""
+    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings,
+                           achievable=achievable)
+    if not items:
+        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r} in {', '.join(args.inputs)}")
+    return items, table
 
 
 def _analyze(args: argparse.Namespace) -> int:
     from .analysis.pipeline import bundles
 
-    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings,
-                           achievable=args.achievable)
-    if not items:
-        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r} in {', '.join(args.inputs)}")
+    items, table = _analyzed(args, args.achievable)
     context = {
         "tool": f"kernelscope {__version__}",
         "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -56,9 +64,7 @@ def _report(args: argparse.Namespace) -> int:
     from .report.context import header
     from .report.html import render_html
 
-    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings)
-    if not items:
-        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r}")
+    items, table = _analyzed(args)
     campaign = _campaign_config(args.campaign_config) if args.campaign_config else None
     ctx = header(bundles(args.inputs), campaign, {a.record.device for a in items if a.record.device},
                  {"ceilings": f"{table.origin} ({items[0].hw_key})", "tool": f"kernelscope {__version__}",
@@ -80,9 +86,7 @@ def _campaign_config(path: str) -> dict:
 def _roofline(args: argparse.Namespace) -> int:
     from .report import roofline_data, roofline_plot
 
-    items, table = analyze(args.inputs, kernel=args.kernel, hw=args.hw, ceilings=args.ceilings)
-    if not items:
-        raise KernelscopeError(f"no kernel launch matches --kernel {args.kernel!r}")
+    items, table = _analyzed(args)
     out = roofline_plot.write(roofline_data.build(items, table, args.hw),
                               args.title or f"roofline: {', '.join(args.inputs)}"[:120], Path(args.out))
     print(f"wrote {out}", file=sys.stderr)

@@ -27,6 +27,11 @@ def slug(kernel: str | None, index: int) -> str:
     return f"{index:02d}-{text}"
 
 
+def report_stem(kernel: str | None, index: int) -> str:
+    """Where a capture's files go in a bundle, without suffix: 'ncu-profiles/01-nvjet'."""
+    return f"{PROFILES}/{slug(kernel, index)}"
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import KernelscopeError
 from ..ncu.argv import capture_argv, launch_argv
 from ..ncu.version import NcuInfo, probe
-from .bundle import PROFILES, slug
+from .bundle import report_stem
 from .harness import KERNELS
 from .plan import CapturePlan, merge_for_attach, validate
 from .preflight import Finding, lint
@@ -38,7 +38,7 @@ def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
     kernels = list(plan.kernels) or [None]
     lines = []
     for i, k in enumerate(kernels, 1):
-        argv = capture_argv(plan, k, str(out / PROFILES / f"{slug(k, i)}.ncu-rep"), ncu)
+        argv = capture_argv(plan, k, str(out / f"{report_stem(k, i)}.ncu-rep"), ncu)
         lines.append((f"env {env} " if env else "") + shlex.join(argv))
     return lines
 

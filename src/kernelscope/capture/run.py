@@ -19,7 +19,7 @@ from ..errors import KernelscopeError
 from ..ingest.detect import check_ncu_rep_framing
 from ..ncu.argv import capture_argv, import_argv, listing_argv
 from ..ncu.version import NcuInfo, unsupported_flags
-from .bundle import PROFILES, gpu_facts, slug, staging, write_manifest
+from .bundle import gpu_facts, report_stem, staging, write_manifest
 from .diagnose import Diagnosis, diagnose
 from .plan import CapturePlan
 
@@ -109,7 +109,8 @@ def capture(plan: CapturePlan, out: Path, ncu: NcuInfo, command: list[str], time
     with staging(out) as stage, Progress(transient=True) as bar:
         task = bar.add_task("ncu capture", total=len(kernels))
         for i, kernel in enumerate(kernels, 1):
-            rel = f"{PROFILES}/{slug(kernel, i)}.ncu-rep"
+            stem = report_stem(kernel, i)
+            rel = f"{stem}.ncu-rep"
             argv = capture_argv(plan, kernel, str(stage / rel), ncu.path)
             check_flags(plan, argv, ncu)
             bar.update(task, description=f"ncu {kernel or 'all kernels'} ({i}/{len(kernels)})")
@@ -117,7 +118,7 @@ def capture(plan: CapturePlan, out: Path, ncu: NcuInfo, command: list[str], time
                 code, output, wall = _run_attach(argv, stage / rel, env, timeout)
             else:
                 code, output, wall = _run(argv, env, timeout)
-            (stage / f"{PROFILES}/{slug(kernel, i)}.log").write_text(output)
+            (stage / f"{stem}.log").write_text(output)
             if not (stage / rel).exists() or "No kernels were profiled" in output:
                 # the app's CUDA: NVIDIA's CUDA images set CUDA_VERSION; the driver's: nvidia-smi
                 app_cuda = dict(plan.env).get("CUDA_VERSION") or os.environ.get("CUDA_VERSION")
@@ -129,7 +130,7 @@ def capture(plan: CapturePlan, out: Path, ncu: NcuInfo, command: list[str], time
                 raise CaptureError(f"ncu profiled no kernel for --kernel {kernel!r} (exit {code}){tail}", found)
             exports = {}
             for page, section, suffix in (("raw", None, "raw"), ("details", "SpeedOfLight", "sol")):
-                name = f"{PROFILES}/{slug(kernel, i)}-{suffix}.csv"
+                name = f"{stem}-{suffix}.csv"
                 res = subprocess.run(import_argv(str(stage / rel), page, ncu.path, section),
                                      capture_output=True, text=True, timeout=timeout)
                 if res.returncode == 0:

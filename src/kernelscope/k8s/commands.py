@@ -61,10 +61,8 @@ def run_capture(namespace: str, target: str, plan: CapturePlan, out: Path, tools
     if dry_run:
         import json
 
-        from .values import sister_values
-
         if not direct:
-            print("sister values: " + json.dumps(sister_values(ins, tools_image, pull_secret, ncu_home)))
+            print("sister values: " + json.dumps(rb.values))
         rb.run(out, command)
         for i, step in enumerate(kube.steps, 1):
             print(f"{i:3d}. {'[change]' if step.mutates else '[read]  '} {step.line()}")

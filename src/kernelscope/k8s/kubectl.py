@@ -61,9 +61,12 @@ class Kube:
             raise KubeError(f"{step.line()} failed ({res.returncode}): {res.stderr.strip()[-300:]}")
         return res.stdout
 
+    def kubectl_argv(self, *args: str) -> list[str]:
+        return [self.kubectl, "-n", self.namespace, *args]
+
     def k(self, *args: str, mutates: bool = False, timeout: float | None = None, check: bool = True,
           defer: bool = False) -> str | None:
-        return self._run([self.kubectl, "-n", self.namespace, *args], mutates, timeout, check, defer)
+        return self._run(self.kubectl_argv(*args), mutates, timeout, check, defer)
 
     def h(self, *args: str, mutates: bool = True, timeout: float | None = None, check: bool = True) -> str | None:
         return self._run([self.helm, "-n", self.namespace, *args], mutates, timeout, check)

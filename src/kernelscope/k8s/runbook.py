@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..capture.bundle import PROFILES, slug, staging, write_manifest
+from ..capture.bundle import report_stem, staging, write_manifest
 from ..capture.plan import CapturePlan
 from ..errors import KernelscopeError
 from ..ingest.detect import check_ncu_rep_framing
@@ -47,6 +47,7 @@ class Runbook:
         self.direct = direct  # attach to the production pod itself (only when asked, see inspect)
         self.pod: str | None = ins.pod if direct else None
         self.installed = False
+        self.values = sister_values(ins, tools_image, pull_secret, ncu_home)
 
     # -- steps -----------------------------------------------------------------------------------
     def _mark(self, step: str) -> None:
@@ -108,8 +109,8 @@ class Runbook:
 
     def capture_one(self, index: int, kernel: str, stage: Path) -> dict[str, Any]:
         """One attach session in the sidecar, its report copied out; returns its sources record."""
-        name = slug(kernel, index)
-        remote = f"{POD_DIR}/{name}.ncu-rep"
+        stem = report_stem(kernel, index)
+        remote = f"{POD_DIR}/{Path(stem).name}.ncu-rep"
         self.exec("mkdir", "-p", POD_DIR)
         try:
             version = self.exec("ncu", "--version", mutates=False) or ""
@@ -119,8 +120,7 @@ class Runbook:
         argv = capture_argv(self.plan, kernel, remote, "ncu")
         window = str(int(self.wait_s))
         # the session never ends by itself (ncu 2025.3.1): `timeout` bounds it inside the pod
-        cmd = [self.kube.kubectl, "-n", self.kube.namespace, "exec", self.pod or "", "-c", SIDECAR, "--",
-               "timeout", window, *argv]
+        cmd = self.kube.kubectl_argv("exec", self.pod or "", "-c", SIDECAR, "--", "timeout", window, *argv)
         step = Step(cmd, True)
         self.kube.steps.append(step)
         t0 = time.monotonic()
@@ -129,29 +129,29 @@ class Runbook:
         try:
             if self.warmup:
                 self.warmup(self, kernel)
-            local = stage / PROFILES / f"{name}.ncu-rep"
+            local = stage / f"{stem}.ncu-rep"
             if self.kube.dry_run:
                 self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", SIDECAR, defer=True)
             else:
                 self._wait_report(remote, local, session)
             raw = self.exec("ncu", *import_argv(remote, "raw")[1:], mutates=False, check=False)
             if raw:
-                (stage / PROFILES / f"{name}-raw.csv").write_text(raw)
+                (stage / f"{stem}-raw.csv").write_text(raw)
         finally:
             if session and session.poll() is None:
                 session.terminate()
             if session:
                 step.exit_code, step.seconds = session.wait(), time.monotonic() - t0
         self._mark("capture")
-        return {"kernel_filter": kernel, "report": f"{PROFILES}/{name}.ncu-rep", "pod": self.pod,
+        return {"kernel_filter": kernel, "report": f"{stem}.ncu-rep", "pod": self.pod,
                 "ncu_version": version.strip().splitlines()[-1] if version.strip() else None,
                 "ncu_argv": ["timeout", window, *argv], "wall_s": round(time.monotonic() - t0, 2)}
 
     def _wait_report(self, remote: str, local: Path, session: subprocess.Popen[str] | None) -> None:
         deadline = time.monotonic() + self.wait_s
         while time.monotonic() < deadline:
-            size = self.exec("sh", "-c", f"test -s {remote} && wc -c < {remote}", mutates=False, check=False)
-            if size and size.strip().isdigit():
+            size = (self.exec("wc", "-c", remote, mutates=False, check=False) or "").split()
+            if size and size[0].isdigit() and int(size[0]) > 0:
                 self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", SIDECAR, check=False)
                 if local.exists():
                     try:
@@ -194,24 +194,19 @@ class Runbook:
     # -- the whole run ---------------------------------------------------------------------------
     def run(self, out: Path, command: list[str]) -> Path | None:
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        values = sister_values(self.ins, self.tools_image, self.pull_secret, self.ncu_home)
         with tempfile.TemporaryDirectory() as tmp:
             values_file = Path(tmp) / "values.json"
-            values_file.write_text(json.dumps(values, indent=2))
-            if self.kube.dry_run:
-                return self._steps_only(values_file)
-            sources: list[dict[str, Any]] = []
+            values_file.write_text(json.dumps(self.values, indent=2))
+            if self.kube.dry_run:  # every step recorded, none that changes the cluster run
+                self._capture_all(values_file, Path(tmp))
+                self.pod = None
+                self.cleanup()
+                return None
             error: BaseException | None = None
             try:
                 with staging(out) as stage:
-                    (stage / "sister-values.json").write_text(json.dumps(values, indent=2))
-                    self.install(values_file)
-                    for i, kernel in enumerate(self.plan.kernels, 1):
-                        self.wait_running()
-                        self.sidecar()
-                        sources.append(self.capture_one(i, kernel, stage))
-                        if i < len(self.plan.kernels):
-                            self.recycle_pod()
+                    (stage / "sister-values.json").write_text(json.dumps(self.values, indent=2))
+                    sources = self._capture_all(values_file, stage)
                     problems = self.cleanup()
                     self.installed = False
                     write_manifest(stage, self._context(command, started, problems), sources)
@@ -225,17 +220,17 @@ class Runbook:
                     if error is not None and problems:
                         raise KubeError(f"{error}; cleanup also failed: {'; '.join(problems)}") from error
 
-    def _steps_only(self, values_file: Path) -> None:
+    def _capture_all(self, values_file: Path, stage: Path) -> list[dict[str, Any]]:
+        """Install, then per kernel: a running pod, the sidecar, one capture, a fresh pod for the next."""
         self.install(values_file)
+        sources = []
         for i, kernel in enumerate(self.plan.kernels, 1):
             self.wait_running()
             self.sidecar()
-            self.capture_one(i, kernel, Path("/nonexistent"))
+            sources.append(self.capture_one(i, kernel, stage))
             if i < len(self.plan.kernels):
                 self.recycle_pod()
-        self.pod = None
-        self.cleanup()
-        return None
+        return sources
 
     def _context(self, command: list[str], started: str, problems: list[str]) -> dict[str, Any]:
         return {
