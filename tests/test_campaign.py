@@ -42,16 +42,16 @@ def strict(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 def test_cell_fields_from_real_gemm(fx: Path, tmp_path: Path) -> None:
     assert imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv") == 0
     doc = cell_doc(tmp_path, "c1")
-    assert doc["schema_version"] == 1 and doc["hw_key"] == "h200-sxm" and len(doc["captured_sources"]) == 2
+    assert doc["schema_version"] == 2 and doc["hw_key"] == "h200-sxm" and len(doc["captured_sources"]) == 2
     gemm, decode = doc["kernels"]
     assert gemm["category"] == "GEMM/cuBLAS" and gemm["flops"]["tensor_bf16"] == 274_877_906_944
-    assert gemm["tensor_flops_total"] == 274_877_906_944 and gemm["kernel_time_ns"] == 337_216
+    assert gemm["duration_ns"] == 338_432 and gemm["source"] == "sources/00-gemm_bf16.ncu-rep"
     assert gemm["bound"] == "compute" and gemm["ceiling_key"] == "h200-sxm.compute.bf16"
-    assert gemm["pct_sol"] == pytest.approx(100 * 274_877_906_944 / 337_216e-9 / 989e12)
-    assert gemm["regs_per_thread"] == 168 and gemm["block_limit_factor"] == "registers+shared_mem"
-    assert decode["dram_bytes_total"] == 136_790_528 and decode["ceiling_key"] == "h200-sxm.memory.hbm"
-    assert decode["arithmetic_intensity_flops_per_byte"] == pytest.approx(1_073_741_824 / 136_790_528)
-    assert decode["achieved_dram_pct_peak"] == pytest.approx(80.84, abs=0.01)
+    assert gemm["pct_sol"] == pytest.approx(100 * 274_877_906_944 / 338_432e-9 / 989e12)
+    assert gemm["registers_per_thread"] == 168 and gemm["occupancy_limiter"] == "registers+shared_mem"
+    assert decode["dram_bytes"] == 136_788_736 and decode["ceiling_key"] == "h200-sxm.memory.hbm"
+    assert decode["arithmetic_intensity"] == pytest.approx(1_073_741_824 / 136_788_736)
+    assert decode["dram_throughput_pct"] == pytest.approx(80.4, abs=0.5)
 
 
 def test_import_is_idempotent_and_accepts_every_input_kind(fx: Path, tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_export_parquet_reads_back_in_duckdb(fx: Path, tmp_path: Path) -> None:
     out = tmp_path / "pq"
     argv = ["campaign", "export", "--root", str(tmp_path), "--campaign", "decode-h200", "--parquet", str(out)]
     assert main(argv) == 0
-    rows = duckdb.sql(f"select cell_id, flops_tensor_fp8, ceiling_key, context_model, cell_gpu_name "
+    rows = duckdb.sql(f"select cell_id, \"flops.tensor_fp8\", ceiling_key, context_model, cell_gpu_name "
                       f"from '{out}/decode-h200-kernels.parquet' order by cell_id").fetchall()
     assert rows == [("c1", 0.0, "h200-sxm.compute.bf16", "llama-3-8b", "NVIDIA H200"),
                     ("c2", 17_179_869_184.0, "h200-sxm.compute.fp8", "llama-3-8b", "NVIDIA H200")]

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 import kernelscope
-from kernelscope.capture.commands import dry_run_lines, prepare
+from kernelscope.app import dry_run_lines, prepare
 from kernelscope.capture.diagnose import available_kernels, diagnose
-from kernelscope.capture.plan import Attach, CapturePlan, PlanError, combined_filter
-from kernelscope.cli import main, split_harness
+from kernelscope.cli import main
+from kernelscope.errors import PlanError
 from kernelscope.ncu.argv import capture_argv, launch_argv
 from kernelscope.ncu.metric_sets import ROOFLINE, metric_list
+from kernelscope.ncu.plan import Attach, CapturePlan, CaptureUnit, combined_filter
 from kernelscope.ncu.version import parse_version, unsupported_flags
 
 OUT = "ncu-output"
@@ -26,17 +27,18 @@ def read(fx: Path, name: str) -> str:
 
 def test_local_capture_argv_is_scoped_and_clock_free() -> None:
     plan = CapturePlan(kernels=("regex:nvjet",), launch_skip=3, target=APP)
-    argv = capture_argv(plan, "regex:nvjet", "b/ncu-profiles/01-nvjet.ncu-rep")
+    argv = capture_argv(plan, plan.units()[0], "b/ncu-profiles/01-nvjet.ncu-rep")
     assert argv[:3] == ["ncu", "--clock-control", "none"]
     assert argv[argv.index("--kernel-name") + 1] == "regex:nvjet"  # data, never shell-quoted
     assert argv[argv.index("-o") + 1] == "b/ncu-profiles/01-nvjet"
     assert argv[argv.index("--launch-skip") + 1] == "3" and argv[-2:] == list(APP)
     assert argv[argv.index("--metrics") + 1] == ",".join(ROOFLINE)
+    assert ["--section", "Occupancy", "--section", "LaunchStats"] == argv[argv.index("--section"):][:4]
 
 
 def test_attach_argv_uses_mode_attach_and_no_target_processes(fx: Path) -> None:
     plan = CapturePlan(kernels=("fmha",), attach=Attach("127.0.0.1", 49152), metric_set="basic")
-    argv = capture_argv(plan, "fmha", "x.ncu-rep")
+    argv = capture_argv(plan, CaptureUnit(1, "fmha", 1, ("fmha",)), "x.ncu-rep")
     assert argv[-6:] == ["--mode", "attach", "--hostname", "127.0.0.1", "--port", "49152"]
     assert "--target-processes" not in argv  # ncu: "Invalid option --target-processes ... --mode attach"
     assert "--attach" not in argv and ["--set", "basic"] == argv[argv.index("--set"):argv.index("--set") + 2]
@@ -52,7 +54,7 @@ def test_launch_argv() -> None:
 def test_flags_checked_against_this_ncus_help(fx: Path) -> None:
     help_text = read(fx, "ncu-2025.3.1-help.txt")
     plan = CapturePlan(kernels=("k",), attach=Attach("h", 1))
-    assert unsupported_flags(capture_argv(plan, "k", "r.ncu-rep"), help_text) == []
+    assert unsupported_flags(capture_argv(plan, plan.units()[0], "r.ncu-rep"), help_text) == []
     assert unsupported_flags(["ncu", "--attach", "1234"], help_text) == ["--attach"]  # gone in 2025.3+
     banner = "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 1)"
     assert parse_version(banner) == "2025.3.1.0"
@@ -62,7 +64,7 @@ def test_metric_sets() -> None:
     assert len(set(ROOFLINE)) == len(ROOFLINE)
     assert "sm__throughput.avg.pct_of_peak_sustained_elapsed" not in ROOFLINE  # +8 passes on its own
     stalls = metric_list(("stalls",))
-    assert stalls[: len(ROOFLINE)] == ROOFLINE and len(stalls) == len(ROOFLINE) + 19
+    assert stalls[: len(ROOFLINE)] == ROOFLINE and len(stalls) == len(ROOFLINE) + 18  # "selected" is no stall
 
 
 @pytest.mark.parametrize(
@@ -71,6 +73,8 @@ def test_metric_sets() -> None:
         (CapturePlan(kernels=(), target=APP), {}, "no --kernel given"),
         (CapturePlan(kernels=("k",), launch_count=6, target=APP), {}, "--launch-count 6 > 5"),
         (CapturePlan(kernels=("k",)), {}, "give either a program"),
+        (CapturePlan(kernels=("--kubeconfig=x",), target=APP), {}, "no leading '-'"),
+        (CapturePlan(kernels=("regex:(",), target=APP), {}, "bad regular expression"),
         (CapturePlan(kernels=("k",), metric_set="basic", addons=("stalls",), target=APP), {}, "extends the roofline"),
     ],
 )
@@ -90,7 +94,8 @@ def test_env_wrapper_is_rewritten_onto_ncu(fx: Path) -> None:
     assert fixed.target == ("python3", "x.py") and dict(fixed.env) == {"FOO": "1", "HF_TOKEN": "secret"}
     assert findings[0].code == "env-wrapper" and findings[0].level == "fixed"
     line = dry_run_lines(fixed, Path("out"), "ncu")[0]
-    assert line.startswith("env FOO=1 HF_TOKEN=secret ncu ") and line.endswith(" python3 x.py")
+    assert line.startswith("env FOO=1 'HF_TOKEN=<redacted>' ncu ") and line.endswith(" python3 x.py")
+    assert "secret" not in line
 
 
 def test_shell_wrapper_and_profile_from_start_flagged() -> None:
@@ -105,7 +110,9 @@ def test_shell_wrapper_and_profile_from_start_flagged() -> None:
 def test_attach_of_several_kernels_is_one_session() -> None:
     plan = CapturePlan(kernels=("fmhaSm90", "regex:nvjet"), launch_count=2, attach=Attach("127.0.0.1", 49152))
     merged, _ = prepare(plan, False, False)
-    assert merged.kernels == ("regex:(^fmhaSm90$)|(nvjet)",) and merged.launch_count == 4
+    (unit,) = merged.units()
+    assert unit.kernel_filter == "regex:(^fmhaSm90$)|(nvjet)" and unit.launch_count == 4
+    assert unit.kernels == ("fmhaSm90", "regex:nvjet")
     assert combined_filter(("regex:a",)) == "regex:a"
 
 
@@ -119,9 +126,18 @@ def test_dry_run_prints_argv_and_runs_nothing(tmp_path: Path, capsys: pytest.Cap
     assert not out.exists()
 
 
-def test_op_options_pass_through_to_harness() -> None:
-    ours, harness = split_harness(["op", "gemm", "--m", "256", "--dtype=fp8", "--causal", "--out", "d"])
-    assert ours == ["op", "gemm", "--out", "d"] and harness == ["--m", "256", "--dtype=fp8", "--causal"]
+def test_op_options_are_the_harness_options(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`op` takes every harness option (one definition) and forwards them; --warmup is both the harness's
+    warm-up calls and the capture's --launch-skip, so the captured launch is the first after warm-up."""
+    assert main(["op", "gemm", "--m", "256", "--dtype", "fp8", "--iters", "5", "--warmup", "7", "--out",
+                 str(tmp_path / "o"), "--dry-run", "--ncu", "ncu"]) == 0
+    out, err = capsys.readouterr()
+    (line,) = out.strip().splitlines()
+    assert "--launch-skip 7 --launch-count 1" in line
+    assert "kernelscope.capture.harness gemm --dtype fp8 --m 256 --n 4096 --k 4096" in line
+    assert "--warmup 7 --iters 5" in line and "analytic-out" not in line
+    assert "analytic work of fp8 GEMM M=256 N=4096 K=4096: 8589934592.0 FLOP" in err
+    assert not (tmp_path / "o").exists() and not list(Path("/tmp").glob("kernelscope-op-*"))
 
 
 def test_diagnose_filter_matched_nothing_from_real_output(fx: Path) -> None:
@@ -164,6 +180,16 @@ def test_measured_ceilings_side_by_side(fx: Path) -> None:
     assert a.compute_ceiling_key == "h200-sxm.compute.bf16"
     assert a.achievable is not None and a.achievable["compute_ceiling_key"] == "h200-measured.compute.bf16"
     assert a.achievable["pct_compute"] == pytest.approx(a.pct_sol_compute * 989 / 770.9, rel=1e-6)
+
+
+def test_diagnose_skip_vs_nothing() -> None:
+    listing = "==WARNING== No kernels were profiled.\nAvailable Kernels:\n1. nvjet_sm90_tst_x\n2. flash_fwd_kernel\n"
+    (d,) = diagnose(listing, kernel_filter="regex:flash", launch_skip=30)
+    assert d.cause == "skipped-by-launch-skip" and "--launch-skip 30" in d.explanation
+    (d,) = diagnose(listing, kernel_filter="fmha", launch_skip=30)
+    assert d.cause == "filter-matched-nothing"
+    (d,) = diagnose(listing, kernel_filter="nvjet", launch_skip=0)
+    assert "did you mean --kernel regex:nvjet?" in d.fix
 
 
 def test_kernel_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

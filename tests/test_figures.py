@@ -20,7 +20,8 @@ def test_bf16_gemm_flops_are_2mnk_in_bf16_class(fx: Path) -> None:
     assert rec.flops["tensor_bf16"] == 2 * 4096 * 8192 * 4096 == 274_877_906_944
     assert rec.flops_total == 274_877_906_944
     assert rec.dominant_precision == "tensor_bf16"
-    assert rec.achieved_tflops == pytest.approx(274_877_906_944 / 337_216e-9 / 1e12)
+    assert rec.achieved_tflops == pytest.approx(274_877_906_944 / 338_432e-9 / 1e12)
+    assert rec.tensor_path == "wgmma"  # cuBLAS nvjet on Hopper
 
 
 def test_fp8_scaled_mm_flops_in_fp8_class(fx: Path) -> None:
@@ -36,17 +37,20 @@ def test_decode_gemm_bytes_match_its_weights(fx: Path) -> None:
     assert rec.flops is not None and rec.flops["tensor_bf16"] == 2 * 8 * 8192 * 8192
     weights = 8192 * 8192 * 2
     assert rec.dram_bytes is not None and abs(rec.dram_bytes - weights) / weights < 0.05
-    assert rec.dram_bytes == 134_368_512 + 2_422_016  # read + write, both counted
+    m = rec.metrics
+    assert rec.dram_bytes == m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"] == 136_788_736  # both counted
 
 
 def test_flash_attention_counts_both_matmuls(fx: Path) -> None:
-    """Non-causal forward: QK^T and PV, 2 * 2*S*S*D per head = 4*B*H*S^2*D."""
-    rec = one(fx, "attention_full.ncu-rep.gz")
-    assert rec.name == "flash_fwd_kernel"
-    assert rec.flops is not None and rec.flops["tensor_bf16"] == 4 * 4 * 32 * 2048 * 2048 * 128
-    # --set full stores SIMT op counts only as rates; they are recovered, not dropped
-    assert rec.flops["fp32"] > 0
-    assert rec.warp_stalls is not None and sum(rec.warp_stalls.values()) == pytest.approx(100.0)
+    """Non-causal forward: QK^T and PV, 2 * 2*S*S*D per head = 4*B*H*S^2*D, on the mma.sync path (FA2),
+    where cuDNN's kernel does the same work on wgmma."""
+    fa2 = one(fx, "attention_fa2.ncu-rep.gz")
+    cudnn = one(fx, "attention_cudnn.ncu-rep")
+    assert fa2.name == "flash_fwd_kernel" and cudnn.name.startswith("cudnn_generated_fort_native_sdpa_sm90")
+    for rec in (fa2, cudnn):
+        assert rec.flops is not None and rec.flops["tensor_bf16"] == 4 * 4 * 32 * 2048 * 2048 * 128
+        assert rec.warp_stalls is not None and sum(rec.warp_stalls.values()) == pytest.approx(100.0)
+    assert fa2.tensor_path == "mma.sync" and cudnn.tensor_path == "wgmma"
 
 
 def test_fma_counts_twice(fx: Path) -> None:
@@ -55,6 +59,9 @@ def test_fma_counts_twice(fx: Path) -> None:
     assert rec.flops is not None
     assert rec.flops["fp32"] == 2 * 469_762_048 + 1_048_576
     assert 469_762_048 == (1 << 20) * (256 + 128 + 64)
+    # its HFMA2 are all HFMA2.MMA register moves on the tensor pipe: no fp16 FLOP
+    assert rec.metrics["sm__sass_thread_inst_executed_op_hfma_pred_on.sum"] == 2_097_152
+    assert rec.flops["fp16"] == 0
 
 
 def test_divergent_kernel_shows_divergence(fx: Path) -> None:
@@ -68,7 +75,9 @@ def test_divergent_kernel_shows_divergence(fx: Path) -> None:
 def test_occupancy_figures(fx: Path) -> None:
     rec = one(fx, "decode_gemm.ncu-rep")
     assert rec.registers_per_thread == 168
-    assert rec.shared_mem_per_block_bytes == 164_308  # static 0 + dynamic 164,308
+    assert rec.shared_mem_per_block_bytes == 165_332  # as ncu reports it: static 0 + dynamic 164,308 + driver 1,024
+    parts = (rec.shared_mem_static_bytes, rec.shared_mem_dynamic_bytes, rec.shared_mem_driver_bytes)
+    assert parts == (0, 164_308, 1024)
     assert rec.occupancy_limiter == "registers+shared_mem"  # both allow 1 block/SM
     assert rec.theoretical_occupancy_pct == pytest.approx(18.75)
     assert rec.waves_per_sm == pytest.approx(128 / 132)
@@ -78,7 +87,40 @@ def test_basic_set_is_unmeasured_not_zero(fx: Path) -> None:
     rec = one(fx, "gemm_basic.ncu-rep")
     assert rec.flops is None and rec.dram_bytes is None and rec.arithmetic_intensity is None
     assert {"flops", "dram_bytes", "arithmetic_intensity", "achieved_tflops"} <= set(rec.unmeasured)
-    assert rec.sm_busy_pct == pytest.approx(93.3, abs=0.1)  # measured, and kept apart from FLOP SoL
+    assert rec.sm_busy_pct == pytest.approx(93.4, abs=0.1)  # measured, and kept apart from FLOP SoL
+
+
+def test_no_branch_is_not_100_pct_divergence(fx: Path) -> None:
+    rec = one(fx, "nobranch.ncu-rep")
+    assert rec.metrics["smsp__sass_branch_targets.sum"] == 0
+    assert rec.branch_divergence_pct is None and "branch_divergence_pct" not in rec.unmeasured
+    assert any("0/0" in n for n in rec.notes)
+
+
+def test_hfma2_mma_moves_are_not_fp16_flops(fx: Path) -> None:
+    """The SASS of the softmax fixture: every HFMA2 it executes is HFMA2.MMA (a register move on the
+    tensor pipe), 75,497,472 thread-instructions, which ncu's hfma counter includes."""
+    import csv
+    import gzip
+
+    rows = list(csv.reader(gzip.open(fx / "softmax-sass.csv.gz", "rt")))
+    head = next(i for i, r in enumerate(rows) if "Source" in r)
+    col = rows[head].index("Predicated-On Thread Instructions Executed")
+    src = rows[head].index("Source")
+    hfma2 = [r for r in rows[head + 1:] if len(r) > col and "HFMA2" in r[src]]
+    assert hfma2 and all("HFMA2.MMA" in r[src] for r in hfma2)
+    moves = sum(int(r[col].replace(",", "")) for r in hfma2)
+    rec = one(fx, "softmax.ncu-rep.gz")
+    assert moves == rec.metrics["sm__sass_thread_inst_executed_op_hfma_pred_on.sum"] == 75_497_472
+    assert rec.flops is not None and rec.flops["fp16"] == 0 and rec.dominant_precision == "fp32"
+
+
+def test_partial_flop_classes_are_counted_and_listed(fx: Path) -> None:
+    """A report with the bf16 tensor counter but not the int8/fp64 ones (shared fixture g_rmin)."""
+    rec = one(fx, "g_rmin.ncu-rep")
+    assert rec.flops is not None and rec.flops["tensor_bf16"] == 274_877_906_944
+    assert rec.flops_missing == ("tensor_int8", "tensor_fp64")
+    assert any("not collected for: tensor_int8, tensor_fp64" in n for n in rec.notes)
 
 
 def test_stall_shares_sum_to_100(fx: Path) -> None:
@@ -92,4 +134,5 @@ def test_stall_shares_sum_to_100(fx: Path) -> None:
 def test_dataframe(fx: Path) -> None:
     df = kernelscope.to_dataframe(kernelscope.load([str(fx / "gemm_bf16.ncu-rep"), str(fx / "fp8_gemm.ncu-rep")]))
     assert list(df["flops.tensor_fp8"]) == [0, 17_179_869_184]
+    assert "metrics" not in df.columns and "pipe_busy.fma" in df.columns
     assert list(df["dominant_precision"]) == ["tensor_bf16", "tensor_fp8"]

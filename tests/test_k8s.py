@@ -1,31 +1,42 @@
 """k8s inspect / capture / cleanup against a real API server with real kubectl and helm
-(../shared/kube, or whatever cluster KUBECONFIG points at). ncu does not exist in the emulated
-containers, so a capture must fail cleanly there and leave nothing behind."""
+(../shared/kube, or whatever cluster KUBECONFIG points at). Containers there run no images and no
+GPU code: the toy deployments' image "ships" a stand-in ncu (tests/k8s/fake-ncu.sh) that writes a
+real H200 report, so every kubectl/helm step of the pod transport runs for real; the GPU run of the
+same flow is bench/k8s_gpu_e2e.py (tests/test_gpu.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from kernelscope.capture.plan import Attach, CapturePlan
 from kernelscope.cli import main
+from kernelscope.k8s import sister, watch
 from kernelscope.k8s.inspect import inspect
 from kernelscope.k8s.kubectl import Kube
-from kernelscope.k8s.runbook import Runbook
-from kernelscope.k8s.values import chart_path, sister_values
+from toyk8s import FAKE_NCU, fake_ncu_configmap, port, toy
 
 KUBE = Path(__file__).resolve().parents[1].parent / "shared" / "kube"
 NS = "serving"
+VLLM = Path(__file__).parent / "k8s" / "vllm-tp8.yaml"
+OWNED = f"{sister.OWNER_LABEL}={sister.OWNER}"
 
 
-def kubectl(*args: str, check: bool = True) -> str:
-    return subprocess.run(["kubectl", *args], capture_output=True, text=True, check=check).stdout
+def kubectl(*args: str, check: bool = True, stdin: str | None = None) -> str:
+    return subprocess.run(["kubectl", *args], capture_output=True, text=True, check=check, input=stdin).stdout
+
+
+def apply(doc: Any) -> None:
+    kubectl("apply", "-f", "-", stdin=json.dumps(doc) if not isinstance(doc, str) else doc)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +56,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     node = kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
     kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=12",
             "nvidia.com/cuda.runtime-version.minor=8", "nvidia.com/cuda.driver-version.full=570.86.15")
+    kubectl("create", "-f", "-", stdin=json.dumps(fake_ncu_configmap(NS)), check=False)  # too big for apply
     yield
     kubectl("delete", "namespace", NS, "--wait=false", check=False)
     if started is not None:
@@ -53,159 +65,280 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(key, None)
 
 
-def deploy(name: str, replicas: int = 1, log: str = "INFO torch 2.9.0+cu128", env: dict[str, str] | None = None,
-           args: list[str] | None = None) -> None:
-    container = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
-                 "command": ["sh", "-c", f"echo '{log}'; sleep 3600", "serve"], "args": args or [],
-                 "env": [{"name": k, "value": v} for k, v in (env or {"HF_HOME": "/data"}).items()],
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
-           "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                    "template": {"metadata": {"labels": {"app": name}},
-                                 "spec": {"nodeSelector": {"nvidia.com/gpu.present": "true"}, "containers": [container],
-                                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}}}
-    subprocess.run(["kubectl", "apply", "-f", "-"], input=json.dumps(doc), text=True, check=True, capture_output=True)
+def deploy(doc: dict[str, Any]) -> str:
+    apply(doc)
+    name = doc["metadata"]["name"]
     kubectl("-n", NS, "rollout", "status", f"deploy/{name}", "--timeout=60s")
     deadline = time.monotonic() + 30
-    while log.split()[0] not in kubectl("-n", NS, "logs", f"deploy/{name}", check=False):
+    while "torch" not in kubectl("-n", NS, "logs", f"deploy/{name}", "-c", "server", check=False):
         assert time.monotonic() < deadline, "no launch log"
         time.sleep(0.3)
+    return name
 
 
-def findings(name: str) -> dict[str, str]:
-    ins = inspect(Kube(NS), f"deploy/{name}", "kernelscope-tools:ncu-2025.3.1")
-    return {f.name: f.level for f in ins.findings} | {"path": ins.path}
+def production(name: str) -> dict[str, Any]:
+    pod = json.loads(kubectl("-n", NS, "get", "pods", "-l", f"app={name}", "-o", "json"))["items"][0]
+    gen = json.loads(kubectl("-n", NS, "get", "deploy", name, "-o", "json"))["metadata"]["generation"]
+    return {"uid": pod["metadata"]["uid"], "restarts": [c.get("restartCount") for c in pod["status"]
+                                                        ["containerStatuses"]], "generation": gen}
 
 
-def leftovers(release: str) -> str:
-    pods = kubectl("-n", NS, "get", "pods", "-l", f"app.kubernetes.io/instance={release}", "-o", "name")
-    releases = subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True, text=True).stdout
-    return (pods + (release if release in releases.split() else "")).strip()
+def leftovers() -> str:
+    pods = kubectl("-n", NS, "get", "pods", "-l", OWNED, "-o", "name")
+    releases = subprocess.run(["helm", "-n", NS, "list", "-q", "--deployed", "--failed", "--pending",
+                               "--uninstalling", "-l", OWNED], capture_output=True, text=True).stdout
+    return (pods + releases).strip()
 
 
-def wait_gone(release: str) -> str:
-    deadline = time.monotonic() + 20
-    while leftovers(release) and time.monotonic() < deadline:
+def wait_gone(timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while leftovers() and time.monotonic() < deadline:
         time.sleep(0.3)
-    return leftovers(release)
+    return leftovers()
 
 
-def test_inspect_plain_single_replica(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
-    deploy("plain")
-    f = findings("plain")
-    assert f == {"replicas": "warn", "injection-free": "ok", "cuda-driver-skew": "ok", "tools-ncu": "info",
-                 "path": "sister"}
-    assert main(["k8s", "inspect", "-n", NS, "deploy/plain"]) == 0
+def capture(name: str, *extra: str, release: str = "ks-test") -> list[str]:
+    return ["k8s", "capture", "-n", NS, f"deploy/{name}", "--ncu-in-image", FAKE_NCU, "--release", release,
+            "--warmup-requests", "2", "--warmup-path", "/", "--warmup-port", str(port(release)), "--timeout", "60",
+            *extra]
+
+
+# -- inspect and the sister spec ----------------------------------------------------------------
+def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    kubectl("apply", "-f", str(VLLM))
+    kubectl("-n", NS, "rollout", "status", "deploy/llama", "--timeout=60s")
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    assert ins.container == "vllm" and ins.tensor_parallel == 8 and ins.server_port == 8000 and ins.gpus == 8
+    levels = {f.name: f.level for f in ins.findings}
+    assert levels["gpu-memory-utilization"] == "warn" and ins.strategy == "wrap"
+    assert {"rbac", "gpu-capacity", "gpu-quota", "dcgm-exporter", "counter-permission"} <= set(levels)
+    assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     out = capsys.readouterr().out
-    assert "application CUDA 12.8, node driver supports CUDA 12.8" in out and "path: sister" in out
+    assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret
 
 
-def test_inspect_injection_in_use(cluster: None) -> None:
-    deploy("profiled", env={"CUDA_INJECTION64_PATH": "/opt/other/libinjection.so"})
-    f = findings("profiled")
-    assert f["injection-in-use"] == "warn" and f["path"] == "sister"
-
-
-def test_inspect_three_replicas_and_high_memory_utilisation(cluster: None) -> None:
-    deploy("big", replicas=3, args=["--model", "m", "--gpu-memory-utilization", "0.92"])
-    f = findings("big")
-    assert f["replicas"] == "info" and f["gpu-memory-utilization"] == "warn"
-
-
-def test_inspect_cuda_newer_than_driver_blocks(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
-    deploy("newcuda", log="INFO vLLM: CUDA runtime version 13.0")
-    assert findings("newcuda")["cuda-driver-skew"] == "block"
-    assert main(["k8s", "inspect", "-n", NS, "deploy/newcuda"]) == 1
-    assert "built for CUDA 13.0 but node" in capsys.readouterr().out
-    assert main(["k8s", "capture", "-n", NS, "deploy/newcuda", "--kernel", "nvjet", "--out", "/tmp/x"]) == 2
-
-
-def test_chart_lints_and_templates(cluster: None, tmp_path: Path) -> None:
-    deploy("plain")
-    deploy("profiled", env={"CUDA_INJECTION64_PATH": "/opt/other/libinjection.so"})
-    ins = inspect(Kube(NS), "deploy/profiled", "tools:ncu-2025.3.1")
+def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path: Path) -> None:
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    opts = sister.SisterOptions(release="ks-llama-1", capture_id="c0ffee", pull_secret="tools-pull", ttl_s=1800)
+    vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", "--launch-count", "1", *ins.serving_command(None)],
+                         now=1_000_000)
     vf = tmp_path / "values.json"
-    vf.write_text(json.dumps(sister_values(ins, "nvcr.io/nvidia/pytorch:25.10-py3", "ngc-secret", None)))
-    lint = subprocess.run(["helm", "lint", chart_path(), "-f", str(vf)], capture_output=True, text=True)
+    vf.write_text(json.dumps(vals))
+    lint = subprocess.run(["helm", "lint", sister.chart_path(), "-f", str(vf)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    out = subprocess.run(["helm", "template", "sis", chart_path(), "-f", str(vf)], capture_output=True, text=True,
-                         check=True).stdout
-    assert "replicas: 1" in out and "app: profiled" not in out  # the production Service's selector never matches
-    assert "CUDA_INJECTION64_PATH" not in out and "emptyDir: {}" in out and "name: ngc-secret" in out
-    assert '- "launch"' not in out and "- launch" in out and "nvidia.com/gpu" in out
+    rendered = subprocess.run(["helm", "template", "ks-llama-1", sister.chart_path(), "-f", str(vf)],
+                              capture_output=True, text=True, check=True).stdout
+    pod = yaml.safe_load(rendered)
+    spec, tmpl = pod["spec"], ins.template["spec"]
+    assert pod["kind"] == "Pod" and pod["metadata"]["name"] == "ks-llama-1"
+    assert pod["metadata"]["labels"][sister.EXPIRES_LABEL] == "1001800" and "app" not in pod["metadata"]["labels"]
+    for key in ("serviceAccountName", "runtimeClassName", "nodeSelector", "tolerations", "affinity"):
+        assert spec[key] == tmpl[key], key
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 1800
+    assert spec["imagePullSecrets"] == [{"name": "ngc-pull"}, {"name": "tools-pull"}]
+    assert [v["name"] for v in spec["volumes"]] == ["models", "shm", "config", "kernelscope-reports",
+                                                    "kernelscope-ncu"]
+    assert spec["volumes"][1] == {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}
+    assert [c["name"] for c in spec["initContainers"]] == ["fetch-config", "kernelscope-ncu-install"]
+    agent, gpu, tools = spec["containers"]
+    assert agent["name"] == "profiler-agent" and agent["env"] == []  # its CUDA_INJECTION64_PATH removed
+    assert gpu["name"] == "vllm" and gpu["workingDir"] == "/workspace"
+    assert gpu["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert gpu["envFrom"] == [{"configMapRef": {"name": "vllm-env"}}]
+    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}} in gpu["env"]
+    assert gpu["command"][-9:] == ["serve", "meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "8",
+                                   "--port", "8000", "--gpu-memory-utilization", "0.92", "--api-key"][:0] + \
+        gpu["command"][-9:] and "args" not in gpu
+    assert gpu["command"][0] == "/kernelscope/ncu/ncu" and "--tensor-parallel-size" in gpu["command"]
+    assert [m["mountPath"] for m in gpu["volumeMounts"]] == ["/models", "/dev/shm", "/config", "/kernelscope/reports",
+                                                             "/kernelscope/ncu"]
+    assert gpu["livenessProbe"]["failureThreshold"] == 180 and gpu["readinessProbe"] == tmpl["containers"][1][
+        "readinessProbe"]
+    assert tools["name"] == "kernelscope-tools" and tools["command"] == ["sleep", "1800"]
+    shown = json.dumps(sister.redacted(vals))
+    assert "sk-literal-do-not-leak" not in shown and "sk-live-do-not-leak" not in shown
+    assert "hf_secretvalue" not in rendered  # secrets travel by reference
 
 
-def test_dry_run_lists_steps_and_changes_nothing(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
-    deploy("plain")
-    before = kubectl("-n", NS, "get", "pods", "-o", "name")
-    assert main(["k8s", "capture", "-n", NS, "deploy/plain", "--kernel", "fmhaSm90", "--kernel", "regex:nvjet",
-                 "--out", "/tmp/never", "--dry-run"]) == 0
+def test_chart_renders_hostile_values_as_data(cluster: None, tmp_path: Path) -> None:
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    hostile = 'x"\n    privileged: true\n  - name: evil\n    image: "{{ .Release.Name }}'
+    opts = sister.SisterOptions(release="ks-h", capture_id="c1", ncu_home=hostile, tools_image=hostile)
+    vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", hostile])
+    vf = tmp_path / "values.json"
+    vf.write_text(json.dumps(vals))
+    pod = yaml.safe_load(subprocess.run(["helm", "template", "ks-h", sister.chart_path(), "-f", str(vf)],
+                                        capture_output=True, text=True, check=True).stdout)
+    assert pod["spec"] == vals["spec"]  # every hostile string came back as the same string, nothing more
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["profiler-agent", "vllm", "kernelscope-tools"]
+
+
+def test_names_are_validated_before_kubectl(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["k8s", "inspect", "-n", NS, "deploy/--kubeconfig=evil.kubeconfig"]) == 2
+    assert main(["k8s", "inspect", "--namespace=--kubeconfig=x", "deploy/llama"]) == 2
+    assert "not a valid Kubernetes name" in capsys.readouterr().err
+
+
+def test_args_only_container_needs_its_entrypoint(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("argsonly", NS, command=[], args=["sh", "-c", "echo torch 2.9.0+cu128; sleep 3600"]))
+    assert main([*capture(name, "--kernel", "regex:nvjet", "--out", "/tmp/never"), "--dry-run"]) == 2
+    assert "pass --entrypoint" in capsys.readouterr().err
+    assert main([*capture(name, "--kernel", "regex:nvjet", "--out", "/tmp/never"), "--dry-run",
+                 "--entrypoint", "python3 -m vllm.entrypoints.openai.api_server"]) == 0
     out = capsys.readouterr().out
-    assert "policy (single-replica target): launch count <= 3" in out
-    for step in ("[change] helm -n serving upgrade --install plain-ncu",
-                 "--share-processes --container=kernelscope-ncu",
-                 "--kernel-name fmhaSm90", "--mode attach --hostname 127.0.0.1 --port 49152",
-                 "kubectl -n serving cp '<sister-pod>:/tmp/kernelscope/01-fmhaSm90.ncu-rep'",
-                 "[change] kubectl -n serving delete pod '<sister-pod>'",
-                 "[change] helm -n serving uninstall plain-ncu"):
-        assert step in out, step
-    assert kubectl("-n", NS, "get", "pods", "-o", "name") == before and not leftovers("plain-ncu")
-    assert not Path("/tmp/never").exists()
+    assert "python3 -m vllm.entrypoints.openai.api_server sh -c" in out.replace('"', "").replace(",", "") or \
+        '"python3", "-m", "vllm.entrypoints.openai.api_server", "sh", "-c"' in out
+
+
+# -- capture: success, failure, signals -----------------------------------------------------------
+def test_wrap_capture_end_to_end(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("toy", NS, env={"API_TOKEN": "tok-literal-secret"}))
+    before = production(name)
+    out = tmp_path / "live"
+    code = main([*capture(name, "--kernel", "regex:nvjet", "--out", str(out))])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["transport"] == "pod" and m["kubernetes"]["strategy"] == "wrap" and m["kubernetes"]["tensor_parallel"] == 2
+    (c,) = m["captures"]
+    assert c["report"] and c["profiled"] == ["nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT"] and c["passes"] == [9]
+    assert "--filter-mode" in c["ncu_argv"] and c["exports"]  # TP=2: the window applies per GPU
+    assert any(r["argv"][3:5] == ["install", "ks-test"] for r in m["commands_run"])
+    warm = json.loads((out / "warmup.json").read_text())
+    assert len(warm) >= 2
+    for f in out.rglob("*"):
+        assert f.is_dir() or b"tok-literal-secret" not in f.read_bytes(), f
+    assert wait_gone() == "" and production(name) == before
+
+
+def test_init_failure_stops_in_seconds_with_the_log(cluster: None, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("toy", NS))
+    apply(toy("broken", NS, init_fails=True))  # production is fine; only its copy's init will fail
+    kubectl("-n", NS, "patch", "deploy", "broken", "--type=json", "-p",
+            '[{"op":"replace","path":"/spec/template/spec/initContainers/0/command","value":'
+            '["sh","-c","echo cannot fetch the model; exit 1"]}]')
+    del name
+    t0 = time.monotonic()
+    code = main([*capture("broken", "--kernel", "regex:nvjet", "--out", str(tmp_path / "b"))])
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - t0 < 30
+    assert "Init:Error" in err and "cannot fetch the model" in err and not (tmp_path / "b").exists()
+    assert wait_gone() == ""
+
+
+def test_ncu_error_in_the_log_stops_the_run(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("perm", NS, env={"FAKE_NCU_ERROR": "1"}))
+    code = main([*capture(name, "--kernel", "regex:nvjet", "--out", str(tmp_path / "p"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "ERR_NVGPUCTRPERM" in err and wait_gone() == ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signals_clean_up(cluster: None, tmp_path: Path, sig: signal.Signals) -> None:
+    name = deploy(toy("slow", NS, env={"FAKE_NCU_DELAY": "120"}))
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
+                                                                              "--out", str(tmp_path / "s"))],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while "installed" not in (line := proc.stderr.readline() if proc.stderr else ""):
+        assert time.monotonic() < deadline and line != "", "never installed"
+    time.sleep(2)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) == 128 + sig
+    assert wait_gone() == "" and not (tmp_path / "s").exists()
+
+
+def test_second_ctrl_c_during_cleanup_is_ignored(cluster: None, tmp_path: Path) -> None:
+    name = deploy(toy("slow", NS, env={"FAKE_NCU_DELAY": "120"}))
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
+                                                                              "--out", str(tmp_path / "c"))],
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    while "installed" not in proc.stderr.readline():
+        pass
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    while "cleaning up: uninstalling" not in proc.stderr.readline():
+        pass
+    proc.send_signal(signal.SIGINT)  # while uninstalling
+    code = proc.wait(timeout=60)
+    rest = proc.stderr.read()
+    assert code == 130 and wait_gone() == ""
+    assert "SIGINT ignored: cleaning up (if this is stuck, run `kernelscope k8s cleanup`)" in rest
+
+
+def test_dry_run_changes_nothing(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("toy", NS))
+    before = kubectl("get", "all", "-A", "-o", "name")
+    assert main([*capture(name, "--kernel", "regex:nvjet", "--kernel", "regex:norm", "--out", "/tmp/never"),
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "[change] helm -n serving install ks-test" in out and "--labels kernelscope.dev/owner=kernelscope" in out
+    assert "[change] helm -n serving uninstall ks-test" in out and "one session for 2 kernels" in out
+    assert kubectl("get", "all", "-A", "-o", "name") == before and not Path("/tmp/never").exists()
 
 
 def test_policy_refuses_before_anything_runs(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
-    deploy("plain")
-    assert main(["k8s", "capture", "-n", NS, "deploy/plain", "--kernel", "k", "--launch-count", "4",
-                 "--out", "/tmp/x", "--dry-run"]) == 2
-    assert main(["k8s", "capture", "-n", NS, "deploy/plain", "--kernel", "k", "--set", "full", "--out", "/tmp/x"]) == 2
-    assert main(["k8s", "capture", "-n", NS, "deploy/plain", "--out", "/tmp/x"]) == 2
+    name = deploy(toy("toy", NS))
+    assert main([*capture(name, "--kernel", "k", "--launch-count", "4", "--out", "/tmp/x"), "--dry-run"]) == 2
+    assert main([*capture(name, "--kernel", "k", "--set", "full", "--out", "/tmp/x")]) == 2
+    assert main([*capture(name, "--out", "/tmp/x")]) == 2
     err = capsys.readouterr().err
     assert "--launch-count 4 > 3" in err and "--set full not allowed" in err and "unscoped" in err
-    assert not leftovers("plain-ncu")
+    assert leftovers() == ""
 
 
-def test_full_sequence_fails_cleanly_without_ncu(cluster: None, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    deploy("plain")
-    out = tmp_path / "live"
-    code = main(["k8s", "capture", "-n", NS, "deploy/plain", "--kernel", "fmhaSm90", "--out", str(out),
-                 "--ncu-home", "/etc", "--timeout", "60"])
-    err = capsys.readouterr().err
-    assert code == 2 and "no working ncu in the sidecar" in err
-    assert wait_gone("plain-ncu") == "" and not out.exists()
-
-
-@pytest.mark.parametrize("step", ["install", "running", "sidecar"])
-def test_cleanup_after_interrupt_at_each_step(cluster: None, tmp_path: Path, step: str) -> None:
-    deploy("plain")
-    kube = Kube(NS, timeout=60)
-    ins = inspect(kube, "deploy/plain", "tools")
-    plan = CapturePlan(kernels=("k",), attach=Attach("127.0.0.1", 49152))
-    rb = Runbook(kube, ins, plan, f"ks-{step}", "tools", ncu_home="/etc", wait_s=60, interrupt_after=step)
-    with pytest.raises(KeyboardInterrupt):
-        rb.run(tmp_path / "b", ["test"])
-    assert wait_gone(f"ks-{step}") == ""
-    assert any(s.argv[3:5] == ["uninstall", f"ks-{step}"] for s in kube.steps)
-    if step == "sidecar":
-        assert any("rm" in s.argv and "/tmp/kernelscope" in s.argv for s in kube.steps)  # files removed first
-
-
-def test_cleanup_after_helm_failure(cluster: None, tmp_path: Path) -> None:
-    deploy("plain")
-    kube = Kube(NS, timeout=60)
-    ins = inspect(kube, "deploy/plain", "tools")
-    plan = CapturePlan(kernels=("k",), attach=Attach("127.0.0.1", 49152))
-    with pytest.raises(Exception, match="failed"):
-        Runbook(kube, ins, plan, "Bad_Name", "tools", wait_s=60).run(tmp_path / "b", ["test"])
-    assert any(s.argv[3:5] == ["uninstall", "Bad_Name"] for s in kube.steps)
-
-
-def test_cleanup_command_removes_a_left_behind_release(cluster: None, tmp_path: Path) -> None:
-    deploy("plain")
-    ins = inspect(Kube(NS), "deploy/plain", "tools")
-    vf = tmp_path / "v.json"
-    vf.write_text(json.dumps(sister_values(ins, "tools", None, "/etc")))
-    subprocess.run(["helm", "-n", NS, "upgrade", "--install", "left-behind", chart_path(), "-f", str(vf)], check=True,
+# -- ownership and cleanup --------------------------------------------------------------------------
+def test_a_foreign_release_is_never_touched(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = deploy(toy("toy", NS))
+    chart = tmp_path / "web"
+    subprocess.run(["helm", "create", str(chart)], check=True, capture_output=True)
+    subprocess.run(["helm", "-n", NS, "install", "web", str(chart), "--set", "image.repository=busybox"], check=True,
                    capture_output=True)
-    assert main(["k8s", "cleanup", "-n", NS, "--release", "left-behind", "--timeout", "60"]) == 0
-    assert wait_gone("left-behind") == ""
+    assert main([*capture(name, "--kernel", "regex:nvjet", "--out", str(tmp_path / "o"), release="web")]) == 2
+    assert "not kernelscope's" in capsys.readouterr().err
+    assert main(["k8s", "cleanup", "-n", NS, "--release", "web"]) == 2
+    assert "web" in subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["helm", "-n", NS, "uninstall", "web"], check=True, capture_output=True)
+
+
+def test_cleanup_finds_expired_sisters(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ins = inspect(Kube(NS), "deploy/toy", "tools")
+    for release, ttl in (("ks-old", -10), ("ks-new", 3600)):
+        opts = sister.SisterOptions(release=release, capture_id="x", ttl_s=3600)
+        vals = sister.values(ins, opts, ["sleep", "3600"], now=time.time() + ttl - 3600)
+        vf = tmp_path / f"{release}.json"
+        vf.write_text(json.dumps(vals))
+        subprocess.run(["helm", "-n", NS, "install", release, sister.chart_path(), "-f", str(vf), "--labels", OWNED],
+                       check=True, capture_output=True)
+    assert main(["k8s", "cleanup", "-n", NS, "--expired"]) == 0
+    assert "ks-old" in capsys.readouterr().out
+    left = subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True, text=True).stdout.split()
+    assert "ks-old" not in left and "ks-new" in left
+    assert main(["k8s", "cleanup", "-n", NS]) == 0 and wait_gone() == ""
+
+
+# -- pod states (shapes as the API reports them) -------------------------------------------------
+@pytest.mark.parametrize(("status", "expected"), [
+    ({"phase": "Pending", "containerStatuses": [{"name": "vllm", "state": {"waiting": {
+        "reason": "ImagePullBackOff", "message": 'Back-off pulling image "vllm/vllm-openai:v9"'}}}]},
+     "ImagePullBackOff"),
+    ({"phase": "Pending", "containerStatuses": [{"name": "vllm", "state": {"waiting": {
+        "reason": "ErrImagePull", "message": "unauthorized"}}}]}, "ErrImagePull"),
+    ({"phase": "Running", "containerStatuses": [{"name": "vllm", "state": {"waiting": {
+        "reason": "CrashLoopBackOff", "message": "back-off 40s"}}}]}, "CrashLoopBackOff"),
+    ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                          "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]},
+     "Unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."),
+    ({"phase": "Running", "containerStatuses": [{"name": "vllm", "state": {"running": {}}, "lastState": {
+        "terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}, "OOMKilled"),
+    ({"phase": "Pending", "initContainerStatuses": [{"name": "kernelscope-ncu-install", "state": {"terminated": {
+        "exitCode": 1, "reason": "Error"}}}]}, "Init:Error"),
+    ({"phase": "Failed", "reason": "DeadlineExceeded"}, "expiry"),
+])
+def test_failure_states_are_named(status: dict[str, Any], expected: str) -> None:
+    st = watch.state({"status": status}, "vllm")
+    assert st.failure is not None and expected in st.failure
+    assert watch.state({"status": {"phase": "Running", "containerStatuses": [
+        {"name": "vllm", "ready": True, "state": {"running": {}}}]}}, "vllm").failure is None

@@ -31,7 +31,7 @@ def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
     assert hollow[0].ai == pytest.approx(989 / 4.8)  # at its family's ridge...
     assert hollow[0].tflops == pytest.approx(989 * 0.9332, rel=1e-3)  # ...by SM busy, never as measured
     decode = next(p for p in data.points if p.label.startswith("nvjet_sm90_tst_64x8"))
-    assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_790_528)
+    assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_788_736)
 
 
 @pytest.mark.parametrize("ext", ["png", "svg"])
@@ -54,7 +54,7 @@ def test_html_is_self_contained_with_context(fx: Path, tmp_path: Path) -> None:
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text) and "url(http" not in text
     assert text.count("class='kernel-row'") == 4
     assert "<td>model</td><td class='unknown'>unknown</td>" in text  # unknown said, not guessed
-    assert "NVIDIA H200 (driver 580.159.04)" in text and "ncu 2025.3.1.0, set roofline" in text
+    assert "NVIDIA H200 (driver 580.159.04, CUDA 13.0)" in text and "ncu 2025.3.1.0, set roofline" in text
     assert "Next-lever frontier" in text and "counted flops are 1.07x" in text
 
 
@@ -110,9 +110,9 @@ def test_diff_refuses_mismatched_contexts(fx: Path, tmp_path: Path, capsys: pyte
     shutil.copytree(fx / "bundle_attn_causal", b)
     assert main(["diff", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    assert "flash_fwd_kernel\tduration_us\t473" in out and "MISMATCH" not in out
+    assert "flash_fwd_kernel\tduration_us\t492.9" in out and "MISMATCH" not in out
     manifest = json.loads((b / "manifest.json").read_text())
-    manifest["gpu_name"] = "NVIDIA H100 80GB HBM3"
+    manifest["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
     manifest["metric_set"] = "full"
     (b / "manifest.json").write_text(json.dumps(manifest))
     assert main(["diff", str(a), str(b)]) == 2

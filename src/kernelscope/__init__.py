@@ -1,14 +1,16 @@
 """kernelscope: per-kernel roofline verdicts from NVIDIA Nsight Compute reports.
 
     import kernelscope
-    records = kernelscope.load("gemm.ncu-rep")        # list[KernelRecord]
-    df = kernelscope.to_dataframe(records)
+    records = kernelscope.load("gemm.ncu-rep")        # list[KernelRecord]; record.metrics holds the raw counters
+    items, ceilings = kernelscope.analyze("gemm.ncu-rep")
+    df = kernelscope.to_dataframe(items)               # the columns of kernels.csv
+
+Every error raised on purpose is a KernelscopeError (InputError for a bad file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from .analysis.pipeline import analyze, load
@@ -18,19 +20,18 @@ from .model import Assessment, KernelRecord, Lever, RawKernel
 if TYPE_CHECKING:
     import pandas
 
-try:
-    __version__ = version("kernelscope")
-except PackageNotFoundError:  # running from a source tree (PYTHONPATH=src)
-    __version__ = "0+source"
+__version__ = "0.2.0"
 
 
 def to_dataframe(items: Sequence[KernelRecord | Assessment]) -> pandas.DataFrame:
     """One row a kernel launch, the same columns as kernels.csv."""
     import pandas
 
-    from .report.tables import flat_row
+    from .columns import flatten, kernel_object, record_object
 
-    return pandas.DataFrame([flat_row(i) for i in items])
+    frame: pandas.DataFrame = pandas.DataFrame([flatten(kernel_object(i) if isinstance(i, Assessment)
+                                                        else record_object(i)) for i in items])
+    return frame
 
 
 __all__ = [

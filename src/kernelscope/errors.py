@@ -1,14 +1,15 @@
-"""Typed errors: every bad input becomes one line naming the file and what is wrong."""
+"""Typed errors: every failure the user can cause becomes one of these, and the CLI turns each into
+one line naming the file (or the option) and what is wrong, with exit code 2."""
 
 from __future__ import annotations
 
 
 class KernelscopeError(Exception):
-    """Base of every error the CLI turns into a one-line message and exit code 2."""
+    """Base of every error kernelscope raises on purpose (the Python API raises nothing else)."""
 
 
 class InputError(KernelscopeError):
-    """A report, CSV, bundle or ceilings file that cannot be read as what it claims to be."""
+    """A report, CSV, bundle, campaign or ceilings file that cannot be read as what it claims to be."""
 
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
@@ -18,3 +19,11 @@ class InputError(KernelscopeError):
 
 class CeilingsError(KernelscopeError):
     """No usable ceiling for a device (unknown device, missing precision)."""
+
+
+class PlanError(KernelscopeError):
+    """A capture that kernelscope refuses to run as asked (and says why and what to do)."""
+
+
+class KubeError(KernelscopeError):
+    """kubectl or helm failed, timed out, or the cluster is in a state the run cannot go on from."""

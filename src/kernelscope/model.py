@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
+
+Bound = Literal["compute", "memory", "latency", "unmeasured"]
+TensorPath = Literal["wgmma", "mma.sync"]
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One of ncu's own rule results stored in the report (e.g. SOLBottleneck "High Throughput")."""
+
+    rule: str
+    section: str
+    title: str
+    message: str
+    kind: str  # ncu's message type: ok, optimization, warning, error
 
 
 @dataclass(frozen=True)
@@ -11,7 +26,7 @@ class RawKernel:
     """One profiled kernel launch as a reader found it: identity plus metrics in base units.
 
     `metrics` holds only what the file holds: a metric that was not collected is absent, never 0.
-    Units are normalised on read (time in ns, sizes in bytes, percentages 0-100).
+    Units are normalised on read (time in ns, sizes in bytes, percentages 0-100, clocks in Hz).
     """
 
     source: str
@@ -22,6 +37,7 @@ class RawKernel:
     grid: str | None
     block: str | None
     metrics: Mapping[str, float] = field(default_factory=dict)
+    rules: tuple[RuleResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -36,30 +52,43 @@ class KernelRecord:
     grid: str | None
     block: str | None
     duration_ns: float | None
-    flops: Mapping[str, float] | None  # precision class -> FLOP; None: FLOP counters absent
+    flops: Mapping[str, float] | None  # precision class -> FLOP, for the classes collected; None: none were
+    flops_missing: tuple[str, ...]  # precision classes whose counters were not collected
     dominant_precision: str | None
+    tensor_path: TensorPath | None  # the tensor instruction path, when tensor work was counted
     dram_bytes: float | None
+    l2_bytes: float | None
     arithmetic_intensity: float | None  # FLOP / DRAM byte
     achieved_tflops: float | None
     achieved_dram_tbps: float | None
+    sm_clock_hz: float | None  # the clocks the kernel actually ran at
+    dram_clock_hz: float | None
     sm_busy_pct: float | None  # ncu "Compute (SM) Throughput", NOT a FLOP rate
+    memory_busy_pct: float | None  # ncu "Memory Throughput"
     sm_active_pct: float | None  # SM cycles with work / elapsed cycles
     issue_active_pct: float | None  # ncu "Issue Slots Busy"
     dram_throughput_pct: float | None
+    l2_throughput_pct: float | None
     tensor_pipe_active_pct: float | None
+    pipe_busy: Mapping[str, float] | None  # pipe -> % of peak while the SM was active
     achieved_occupancy_pct: float | None
     theoretical_occupancy_pct: float | None
     achieved_active_warps_per_sm: float | None
     registers_per_thread: float | None
-    shared_mem_per_block_bytes: float | None
+    shared_mem_per_block_bytes: float | None  # static + dynamic + driver-reserved, as ncu reports it
+    shared_mem_static_bytes: float | None
+    shared_mem_dynamic_bytes: float | None
+    shared_mem_driver_bytes: float | None
     occupancy_limiter: str | None
     block_limits: Mapping[str, float] | None
     waves_per_sm: float | None
     branch_divergence_pct: float | None
     simt_efficiency_pct: float | None
     warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
+    ncu_rules: tuple[RuleResult, ...] = ()
     unmeasured: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict, repr=False)  # the raw counters it came from
 
     @property
     def flops_total(self) -> float | None:
@@ -91,7 +120,7 @@ class Assessment:
     ridge_flops_per_byte: float | None
     pct_sol_compute: float | None
     pct_sol_memory: float | None
-    bound: str  # compute | memory | latency | unmeasured
+    bound: Bound
     verdict: str
     limiters: tuple[str, ...] = ()
     next_levers: tuple[Lever, ...] = field(default=())

@@ -1,42 +1,70 @@
-"""Counters -> figures. Every figure is None when any counter it needs is absent, and its name
-goes into the record's `unmeasured` list: a missing counter is never read as 0."""
+"""Counters -> figures. Every figure is None when a counter it needs is absent (or its ratio has a
+zero denominator), and its name goes into the record's `unmeasured` list: a missing counter is
+never read as 0."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from .. import catalogue as C
-from ..model import KernelRecord, RawKernel
+from ..model import KernelRecord, RawKernel, TensorPath
 
 
 def _simt_ops(m: Mapping[str, float], op: str) -> float | None:
     """Thread-instruction count of one SASS op: the plain counter, or `--set full`'s rate form
     (per elapsed SMSP cycle) times elapsed SMSP cycles."""
-    if C.simt_count(op) in m:
-        return m[C.simt_count(op)]
-    if C.simt_rate(op) in m and C.SMSP_CYCLES in m:
-        return round(m[C.simt_rate(op)] * m[C.SMSP_CYCLES])
+    if C.SIMT_COUNT[op] in m:
+        return m[C.SIMT_COUNT[op]]
+    if C.SIMT_RATE[op] in m and C.SMSP_CYCLES in m:
+        return round(m[C.SIMT_RATE[op]] * m[C.SMSP_CYCLES])
     return None
 
 
-def flops_by_precision(m: Mapping[str, float]) -> tuple[dict[str, float] | None, list[str]]:
-    """FLOP per precision class, or None if any class's counters are missing (a partial split
-    would under-count work and inflate nothing visibly, so we do not guess)."""
+def _real_hfma(m: Mapping[str, float], hfma: float, hadd: float, hmul: float) -> tuple[float | None, str | None]:
+    """HFMA2 threads that did fp16 math: HFMA2.MMA register moves run on the tensor pipe and are
+    counted in ncu's hfma total, real half-precision math runs on the FMA pipe. So the real count
+    is bounded by the FMA pipe's fp16 thread instructions (less HADD2/HMUL2)."""
+    if hfma == 0 or m.get(C.HFMA2_MMA) == 0:
+        return hfma, None
+    if C.FP16_FMA_PIPE not in m:
+        return None, "fp16 HFMA2 not separable from HFMA2.MMA register moves (counter absent)"
+    real = min(hfma, max(0.0, m[C.FP16_FMA_PIPE] - hadd - hmul))
+    note = None
+    if real < hfma:
+        note = (f"{hfma - real:,.0f} HFMA2 thread-instructions ran on the tensor pipe as HFMA2.MMA register "
+                "moves: left out of fp16 FLOP")
+    return real, note
+
+
+def flops_by_precision(m: Mapping[str, float]) -> tuple[dict[str, float] | None, list[str], list[str]]:
+    """FLOP per precision class for the classes whose counters were collected, the classes that
+    were not, and notes. None when no class was collected at all."""
     flops: dict[str, float] = {}
     missing: list[str] = []
+    notes: list[str] = []
     for cls, metric in C.TENSOR_FLOPS.items():
         if metric in m:
             flops[cls] = m[metric]
         else:
             missing.append(cls)
     for cls, ops in C.SIMT_FLOPS.items():
-        counts = [(_simt_ops(m, op), weight) for op, weight in ops]
-        if any(c is None for c, _ in counts):
+        counts = {op: _simt_ops(m, op) for op, _ in ops}
+        if any(c is None for c in counts.values()):
             missing.append(cls)
-        else:
-            flops[cls] = float(sum(c * w for c, w in counts if c is not None))
-    return (None if missing else flops), missing
+            continue
+        if cls == "fp16":
+            real, note = _real_hfma(m, counts["hfma"] or 0.0, counts["hadd"] or 0.0, counts["hmul"] or 0.0)
+            if note:
+                notes.append(note)
+            if real is None:
+                missing.append(cls)
+                continue
+            counts["hfma"] = real
+        flops[cls] = float(sum((counts[op] or 0.0) * w for op, w in ops))
+    if not flops:
+        return None, missing, notes
+    return flops, missing, notes
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -48,46 +76,60 @@ def _pct(num: float | None, den: float | None) -> float | None:
     return None if r is None else 100.0 * r
 
 
+def _sum(m: Mapping[str, float], *names: str) -> float | None:
+    return sum(m[n] for n in names) if all(n in m for n in names) else None
+
+
 def _limiter(limits: Mapping[str, float]) -> str:
     low = min(limits.values())
     return "+".join(k for k, v in limits.items() if v == low)
 
 
 def warp_stall_shares(m: Mapping[str, float]) -> dict[str, float] | None:
-    ratios = {r: m[C.stall_metric(r)] for r in C.STALL_REASONS if C.stall_metric(r) in m}
+    ratios = {r: m[name] for r, name in C.STALLS.items() if name in m}
     total = sum(ratios.values())
-    if len(ratios) < len(C.STALL_REASONS) or total <= 0:
+    if len(ratios) < len(C.STALLS) or total <= 0:
         return None
     return {r: 100.0 * v / total for r, v in sorted(ratios.items(), key=lambda kv: -kv[1])}
+
+
+def tensor_path(m: Mapping[str, float], tensor_flops: float) -> TensorPath | None:
+    """wgmma when any warpgroup MMA ran; mma.sync when HMMA instructions (beyond HFMA2.MMA moves) did."""
+    if tensor_flops <= 0 or C.TENSOR_WGMMA_INST not in m:
+        return None
+    if m[C.TENSOR_WGMMA_INST] > 0:
+        return "wgmma"
+    if m.get(C.TENSOR_HMMA_INST, 0.0) - m.get(C.HFMA2_MMA, 0.0) > 0:
+        return "mma.sync"
+    return None
 
 
 def derive(raw: RawKernel) -> KernelRecord:
     m = raw.metrics
     get = m.get
-    unmeasured: list[str] = []
     notes: list[str] = []
-
-    def need(figure: str, value: object) -> None:
-        if value is None:
-            unmeasured.append(figure)
-
-    flops, missing_classes = flops_by_precision(m)
-    if missing_classes and len(missing_classes) < len(C.TENSOR_FLOPS) + len(C.SIMT_FLOPS):
-        notes.append("FLOP counters missing for: " + ", ".join(missing_classes))
+    flops, missing, flop_notes = flops_by_precision(m)
+    notes += flop_notes
+    if flops is not None and missing:
+        notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
     duration = get(C.DURATION)
-    dram = None
-    if C.DRAM_READ in m and C.DRAM_WRITE in m:
-        dram = m[C.DRAM_READ] + m[C.DRAM_WRITE]
+    dram = _sum(m, C.DRAM_READ, C.DRAM_WRITE)
     total = None if flops is None else sum(flops.values())
-    dominant = None
-    if flops is not None and total:
-        dominant = max(flops, key=lambda k: flops[k])
+    dominant = max(flops, key=lambda k: flops[k]) if flops and total else None
+    tensor = sum(v for k, v in (flops or {}).items() if k.startswith("tensor_"))
     limits = {k: m[v] for k, v in C.BLOCK_LIMITS.items() if v in m}
-    smem = None
-    if C.SMEM_STATIC in m and C.SMEM_DYNAMIC in m:
-        smem = m[C.SMEM_STATIC] + m[C.SMEM_DYNAMIC]
-    uniform = get(C.BRANCH_UNIFORM)
+    targets, divergent = get(C.BRANCH_TARGETS), get(C.BRANCH_DIVERGENT)
+    not_applicable = set()
+    if targets == 0:
+        notes.append("no branch instruction executed: branch divergence does not apply (0/0)")
+        not_applicable.add("branch_divergence_pct")
     tpi = get(C.THREADS_PER_INST)
+    pipes = {p: m[name] for p, name in C.PIPES.items() if name in m}
+    if C.TENSOR_PIPE in m:
+        pipes["tensor"] = m[C.TENSOR_PIPE]
+    path = tensor_path(m, tensor)
+    if tensor > 0 and path is None and C.TENSOR_WGMMA_INST not in m:
+        notes.append("tensor instruction path unknown (wgmma/HMMA instruction counters not collected)")
     record = KernelRecord(
         source=raw.source,
         launch_id=raw.launch_id,
@@ -98,36 +140,44 @@ def derive(raw: RawKernel) -> KernelRecord:
         block=raw.block,
         duration_ns=duration,
         flops=flops,
+        flops_missing=tuple(missing),
         dominant_precision=dominant,
+        tensor_path=path,
         dram_bytes=dram,
+        l2_bytes=get(C.L2_BYTES),
         arithmetic_intensity=_ratio(total, dram),
         achieved_tflops=_ratio(total, duration * 1e3 if duration is not None else None),
         achieved_dram_tbps=_ratio(dram, duration * 1e3 if duration is not None else None),
+        sm_clock_hz=get(C.SM_CLOCK),
+        dram_clock_hz=get(C.DRAM_CLOCK),
         sm_busy_pct=get(C.SM_BUSY),
+        memory_busy_pct=get(C.MEM_BUSY),
         sm_active_pct=_pct(get(C.SM_CYCLES_ACTIVE), get(C.SM_CYCLES_ELAPSED)),
         issue_active_pct=get(C.ISSUE_ACTIVE),
         dram_throughput_pct=next((m[n] for n in C.DRAM_PCT if n in m), None),
+        l2_throughput_pct=get(C.L2_PCT),
         tensor_pipe_active_pct=get(C.TENSOR_PIPE),
+        pipe_busy=pipes or None,
         achieved_occupancy_pct=get(C.OCC_ACHIEVED),
         theoretical_occupancy_pct=get(C.OCC_THEORETICAL),
         achieved_active_warps_per_sm=get(C.WARPS_ACTIVE),
         registers_per_thread=get(C.REGISTERS),
-        shared_mem_per_block_bytes=smem,
+        shared_mem_per_block_bytes=_sum(m, C.SMEM_STATIC, C.SMEM_DYNAMIC, C.SMEM_DRIVER),
+        shared_mem_static_bytes=get(C.SMEM_STATIC),
+        shared_mem_dynamic_bytes=get(C.SMEM_DYNAMIC),
+        shared_mem_driver_bytes=get(C.SMEM_DRIVER),
         occupancy_limiter=_limiter(limits) if len(limits) == len(C.BLOCK_LIMITS) else None,
         block_limits=limits if len(limits) == len(C.BLOCK_LIMITS) else None,
         waves_per_sm=get(C.WAVES),
-        branch_divergence_pct=None if uniform is None else 100.0 - uniform,
+        branch_divergence_pct=_pct(divergent, targets),
         simt_efficiency_pct=None if tpi is None else 100.0 * tpi / 32.0,
         warp_stalls=warp_stall_shares(m),
+        ncu_rules=raw.rules,
         notes=tuple(notes),
+        metrics=m,
     )
-    for figure in (
-        "duration_ns", "flops", "dram_bytes", "arithmetic_intensity", "achieved_tflops",
-        "achieved_dram_tbps", "sm_busy_pct", "sm_active_pct", "issue_active_pct", "dram_throughput_pct",
-        "tensor_pipe_active_pct",
-        "achieved_occupancy_pct", "theoretical_occupancy_pct", "achieved_active_warps_per_sm",
-        "registers_per_thread", "shared_mem_per_block_bytes", "occupancy_limiter", "waves_per_sm",
-        "branch_divergence_pct", "simt_efficiency_pct", "warp_stalls",
-    ):
-        need(figure, getattr(record, figure))
+    skip = {"source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing",
+            "dominant_precision", "tensor_path", "ncu_rules", "unmeasured", "notes", "metrics", "block_limits"}
+    unmeasured = [f.name for f in fields(record)
+                  if f.name not in skip | not_applicable and getattr(record, f.name) is None]
     return replace(record, unmeasured=tuple(unmeasured))

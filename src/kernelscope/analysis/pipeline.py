@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
-from ..ingest import bundle_manifest, read_inputs
+from ..ingest import bundle_manifest, iter_inputs
+from ..manifest import Analytic, BundleManifest
 from ..model import Assessment, KernelRecord
 from .derive import derive
 from .roofline import place
 from .verdict import assess
+
+Inputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def as_paths(paths: Inputs) -> list[Path]:
+    """One input or several, as paths (a bare string or Path is one input, never its characters)."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [Path(paths)]
+    if not isinstance(paths, Sequence):
+        raise KernelscopeError(f"inputs: expected a path or a list of paths, got {type(paths).__name__}")
+    return [Path(p) for p in paths]
 
 
 def kernel_matcher(pattern: str | None) -> re.Pattern[str] | str | None:
@@ -38,55 +50,54 @@ def selected(rec: KernelRecord, matcher: re.Pattern[str] | str | None) -> bool:
     return bool(matcher.search(rec.name) or matcher.search(rec.name_full))
 
 
-def load(paths: str | Sequence[str], kernel: str | None = None) -> list[KernelRecord]:
+def load(paths: Inputs, kernel: str | None = None) -> list[KernelRecord]:
     """Every profiled launch in the inputs as a KernelRecord (no ceilings needed)."""
     matcher = kernel_matcher(kernel)
-    items = [paths] if isinstance(paths, str) else list(paths)
-    return [r for r in map(derive, read_inputs(items)) if selected(r, matcher)]
+    return [r for r in map(derive, iter_inputs(as_paths(paths))) if selected(r, matcher)]
 
 
-def bundles(paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
     """The manifests of the bundle directories among the inputs, keyed by directory."""
     found = {}
-    for p in paths:
-        manifest = bundle_manifest(Path(p)) if Path(p).is_dir() else None
+    for p in as_paths(paths):
+        manifest = bundle_manifest(p) if p.is_dir() else None
         if manifest is not None:
-            found[str(Path(p))] = manifest
+            found[p] = manifest
     return found
 
 
-def counted_vs_analytic(a: Assessment, analytic: dict[str, Any]) -> Assessment:
+def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
     """Counted work over the op's analytic work, e.g. a causal attention computing masked tiles."""
-    out: dict[str, float | str] = {"describe": str(analytic.get("describe", ""))}
+    out: dict[str, float | str] = {"describe": analytic.describe}
     lines = []
-    for key, counted in (("flops", a.record.flops_total), ("bytes", a.record.dram_bytes)):
-        if analytic.get(key) and counted is not None:
-            ratio = counted / float(analytic[key])
-            out[key] = float(analytic[key])
+    for key, expected, counted in (("flops", analytic.flops, a.record.flops_total),
+                                   ("bytes", analytic.bytes, a.record.dram_bytes)):
+        if expected and counted is not None:
+            ratio = counted / expected
+            out[key] = expected
             out[f"counted_over_analytic_{key}"] = ratio
             if abs(ratio - 1) > 0.05:
-                lines.append(f"counted {key} are {ratio:.2f}x the analytic {key} of {out['describe']}"
+                lines.append(f"counted {key} are {ratio:.2f}x the analytic {key} of {analytic.describe}"
                              + (" (work beyond the op's need, e.g. masked tiles)" if ratio > 1 else ""))
     return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
 
 
 def analyze(
-    paths: str | Sequence[str],
+    paths: Inputs,
     kernel: str | None = None,
     hw: str | None = None,
-    ceilings: str | None = None,
-    achievable: str | None = None,
+    ceilings: str | os.PathLike[str] | None = None,
+    achievable: str | os.PathLike[str] | None = None,
 ) -> tuple[list[Assessment], CeilingsFile]:
     """Records placed against the ceilings of their device (or of `hw` for all of them); with
     `achievable` (e.g. `kernelscope ceilings measure` output) also against measured ceilings, side
     by side; kernels from a harness bundle also carry counted-vs-analytic work."""
-    items = [paths] if isinstance(paths, str) else list(paths)
+    items = as_paths(paths)
     table = load_ceilings(ceilings)
     measured = load_ceilings(achievable) if achievable else None
-    records = load(items, kernel)
     found = bundles(items)
     out = []
-    for rec in records:
+    for rec in load(items, kernel):
         a = assess(rec, table.pick(rec.device, hw))
         if measured is not None:
             p = place(rec, measured.pick(rec.device))
@@ -95,7 +106,7 @@ def analyze(
                 "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
                 "pct_memory": p.pct_sol_memory})
         home = next((m for d, m in found.items() if Path(rec.source).is_relative_to(d)), None)
-        if home and home.get("analytic"):
-            a = counted_vs_analytic(a, home["analytic"])
+        if home is not None and home.analytic is not None:
+            a = counted_vs_analytic(a, home.analytic)
         out.append(a)
     return out, table

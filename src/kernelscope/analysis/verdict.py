@@ -6,14 +6,14 @@ import math
 import re
 
 from ..ceilings import DeviceCeilings
-from ..model import Assessment, KernelRecord, Lever
+from ..model import Assessment, Bound, KernelRecord, Lever
 from .roofline import place
 from .rules import LEVERS, LIMITERS, ROOF_REACHED_PCT, Facts
 
 GEMM_NAME = re.compile(r"gemm|nvjet|cutlass|xmma|matmul|gemv|wgmma|mma", re.IGNORECASE)
 
 
-def bound_of(pct_compute: float | None, pct_memory: float | None) -> str:
+def bound_of(pct_compute: float | None, pct_memory: float | None) -> Bound:
     if pct_compute is None or pct_memory is None:
         return "unmeasured"
     if max(pct_compute, pct_memory) < ROOF_REACHED_PCT:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import manifest
+from ..manifest import BundleManifest
+
 KRHPA_AXES = ("K", "R", "H", "P", "A")
 GEMM_CATEGORIES = {"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"}
 NEAR_ZERO_TENSOR_PCT = 1.0
@@ -32,23 +35,31 @@ def krhpa_problems(block: Any) -> list[str]:
     return problems
 
 
-def cell_context(cell: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+def cell_manifests(cell: Mapping[str, Any], cell_id: str) -> list[BundleManifest]:
+    return [manifest.parse(s["manifest"], f"cell {cell_id}") for s in cell.get("captured_sources", [])
+            if isinstance(s, Mapping) and s.get("manifest")]
+
+
+def cell_context(cell: Mapping[str, Any], config: Mapping[str, Any], cell_id: str = "?") -> dict[str, Any]:
     """What a comparison's arms must share, read from the cell's sources and the campaign config."""
-    manifests = [s.get("manifest") or {} for s in cell.get("captured_sources", [])]
-    first = manifests[0] if manifests else {}
-    analytic = first.get("analytic") or {}
+    manifests = cell_manifests(cell, cell_id)
+    first = manifests[0] if manifests else None
     kernels = cell.get("kernels", [])
-    if first.get("metric_set"):
-        metric_set = "+".join([first["metric_set"], *(first.get("addons") or [])])
+    if first is not None:
+        metric_set = "+".join([first.metric_set, *first.addons])
     else:  # a bare report: what its counters cover is what matters for a comparison
         covered = any(k.get("bound") not in (None, "unmeasured") for k in kernels)
         metric_set = "report with FLOP/byte counters" if covered else "report without FLOP/byte counters"
+    shapes = None
+    if first is not None:
+        shapes = (first.analytic.describe if first.analytic else None) or " ".join(first.target) or None
     return {
         "hw_key": cell.get("hw_key"),
-        "gpu_name": first.get("gpu_name") or next((k.get("device") for k in kernels if k.get("device")), None),
+        "gpu_name": (first.gpu.name if first else None) or next((k.get("device") for k in kernels if k.get("device")),
+                                                                 None),
         "metric_set": metric_set,
-        "model": (cell.get("context") or {}).get("model") or (config.get("context") or {}).get("model"),
-        "shapes": analytic.get("describe") or " ".join(first.get("target") or []) or None,
+        "model": (first.context.get("model") if first else None) or (config.get("context") or {}).get("model"),
+        "shapes": shapes,
     }
 
 
@@ -81,7 +92,7 @@ def check(config: Mapping[str, Any], cells: Mapping[str, Mapping[str, Any]]) -> 
         if base not in cells or cand not in cells:
             failures.append(f"comparison {base!r} vs {cand!r}: cell missing")
             continue
-        a, b = cell_context(cells[base], config), cell_context(cells[cand], config)
+        a, b = cell_context(cells[base], config, base), cell_context(cells[cand], config, cand)
         diffs = [f"{k}: {a[k]!r} vs {b[k]!r}" for k in CONTEXT_KEYS if a[k] != b[k]]
         if diffs:
             failures.append(f"comparison {base} vs {cand}: arms differ in context ({'; '.join(diffs)})")

@@ -13,14 +13,14 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, KernelscopeError
-from ..report.writers import write_atomic
+from ..files import load_yaml, read_text, write_file
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 CELL_FILE = "ncu_kernels.json"
 
 
 def check_name(kind: str, value: str) -> str:
-    if not NAME.match(value) or ".." in value:
+    if not NAME.fullmatch(value) or ".." in value:
         raise KernelscopeError(f"{kind} {value!r}: use letters, digits, '.', '_' and '-' only (no '/', no '..')")
     return value
 
@@ -34,12 +34,7 @@ def cell_dir(root: Path, slug: str, cell_id: str) -> Path:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except OSError as exc:
-        raise InputError(path, f"cannot read campaign config ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(path, f"not valid YAML ({exc.__class__.__name__})") from exc
+    doc = load_yaml(path, "campaign config") or {}
     if not isinstance(doc, dict):
         raise InputError(path, "campaign config must be a YAML map")
     return doc
@@ -56,10 +51,10 @@ def ensure_config(root: Path, slug: str) -> Path:
     """A new campaign gets a config whose context fields say unknown until someone fills them."""
     path = campaign_dir(root, slug) / "config.yaml"
     if not path.exists():
-        doc = {"slug": slug, "context": {f: None for f in ("model", "hardware", "quantisation", "parallelism",
-                                                            "serving_config", "workload")},
-               "focus": None, "comparisons": [], "claims": []}
-        write_atomic({"config.yaml": yaml.safe_dump(doc, sort_keys=False)}, path.parent)
+        fields = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload")
+        doc: dict[str, Any] = {"slug": slug, "context": dict.fromkeys(fields), "focus": None, "comparisons": [],
+                               "claims": []}
+        write_file(yaml.safe_dump(doc, sort_keys=False), path)
     return path
 
 
@@ -68,8 +63,10 @@ def cells(root: Path, slug: str) -> dict[str, dict[str, Any]]:
     base = campaign_dir(root, slug) / "cells"
     found = {}
     for path in sorted(base.glob(f"*/{CELL_FILE}")):
+        if path.parent.name.startswith("."):  # staging or a cell moved aside: not a cell
+            continue
         try:
-            found[path.parent.name] = json.loads(path.read_text())
+            found[path.parent.name] = json.loads(read_text(path, what="campaign cell"))
         except ValueError as exc:
             raise InputError(path, f"not valid JSON ({exc})") from exc
     return found

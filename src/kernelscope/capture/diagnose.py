@@ -7,6 +7,7 @@ and, for the two causes that machine cannot produce, from NVIDIA's documented me
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 NO_KERNELS = "No kernels were profiled"
@@ -27,13 +28,42 @@ def available_kernels(output: str) -> list[str]:
     return [re.sub(r"^\s*\d+\.\s*", "", line).strip() for line in m.group(1).splitlines() if line.strip()]
 
 
+def suggest_regex(kernel_filter: str | None, names: Sequence[str]) -> str | None:
+    """An exact name that matches nothing but is part of a kernel that ran: the regex that would
+    match (ncu's --kernel-name is exact unless it starts with regex:)."""
+    if not kernel_filter or kernel_filter.startswith("regex:"):
+        return None
+    if any(kernel_filter in n for n in names):
+        return f"regex:{re.escape(kernel_filter)}"
+    return None
+
+
 def cuda_major(text: str | None) -> int | None:
     m = re.search(r"(\d+)\.\d+", text or "")
     return int(m.group(1)) if m else None
 
 
-def diagnose(output: str, target: tuple[str, ...] = (), driver_cuda: str | None = None,
-             app_cuda: str | None = None) -> list[Diagnosis]:
+def matches(kernel_filter: str, name: str) -> bool:
+    """ncu's filter syntax: `regex:EXPR` searches the name, anything else must equal it."""
+    if kernel_filter.startswith("regex:"):
+        try:
+            return re.search(kernel_filter.removeprefix("regex:"), name) is not None
+        except re.error:
+            return False
+    return kernel_filter == name
+
+
+def unmatched_kernels(kernels: Sequence[str], profiled: Sequence[str]) -> list[str]:
+    """The kernels of a combined filter that no profiled launch matched (only asked for when a
+    session covered several: its launch count may have gone to the others)."""
+    if len(kernels) < 2:
+        return []
+    return [k for k in kernels if not any(matches(k, name) for name in profiled)]
+
+
+def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = None,
+             app_cuda: str | None = None, kernel_filter: str | None = None,
+             launch_skip: int = 0) -> list[Diagnosis]:
     """Every cause the output (and the CUDA versions, when known) points to; empty if none."""
     found: list[Diagnosis] = []
     if "ERR_NVGPUCTRPERM" in output:
@@ -72,10 +102,19 @@ def diagnose(output: str, target: tuple[str, ...] = (), driver_cuda: str | None 
                                    "use --target-processes all (kernelscope's default); for `env VAR=v cmd`, let "
                                    "kernelscope set the variables on ncu instead"))
         names = available_kernels(output)
-        if names:
+        hits = [n for n in names if kernel_filter and matches(kernel_filter, n)]
+        if hits and launch_skip > 0:
+            found.append(Diagnosis("skipped-by-launch-skip",
+                                   f"the filter matched {', '.join(hits)}, but --launch-skip {launch_skip} skipped "
+                                   "every matching launch before the program ended",
+                                   "lower --launch-skip (it counts matching launches only), or let the program "
+                                   "run longer"))
+        elif names:
+            hint = suggest_regex(kernel_filter, names)
             found.append(Diagnosis("filter-matched-nothing",
                                    "the --kernel filter matched none of the kernels that ran: " + ", ".join(names),
-                                   "pick one of those names (or regex:PART of one) with --kernel"))
+                                   "pick one of those names (or regex:PART of one) with --kernel"
+                                   + (f"; did you mean --kernel {hint}?" if hint else "")))
         if not found:
             found.append(Diagnosis("no-kernels", "ncu profiled no kernel and said nothing more",
                                    "check that the program launches CUDA kernels, and --launch-skip is not past "

@@ -1,8 +1,9 @@
 """Single-op harness: call one library op on fixed synthetic shapes, warm up, then loop.
 
-Run under ncu by `kernelscope op`, which skips the warm-up launches with --launch-skip. It writes
-the op's analytic work (FLOP and the fewest DRAM bytes: each input read once, output written
-once) to --analytic-out so that `analyze` can show counted against analytic work.
+Run under ncu by `kernelscope op`, which skips exactly the warm-up launches with --launch-skip.
+The op's analytic work (FLOP and the fewest DRAM bytes: each input read once, output written once)
+comes from its shapes alone (`work`, no GPU needed), so `op --dry-run` shows it and the bundle
+records it for counted-vs-analytic figures.
 
     python3 -m kernelscope.capture.harness gemm --m 256 --n 4096 --k 8192 --dtype fp8
 """
@@ -11,25 +12,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from ..manifest import Analytic
+
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
-
-
-@dataclass(frozen=True)
-class Op:
-    """A ready-to-call op with its analytic work."""
-
-    fn: Callable[[], Any]
-    flops: float
-    bytes: float
-    describe: str
-
 
 # The kernel filter that finds each op's main kernel on Hopper with PyTorch 2.11 (ncu syntax).
 KERNELS: dict[str, str] = {
@@ -38,6 +27,30 @@ KERNELS: dict[str, str] = {
     "rmsnorm": "regex:norm|reduce",
     "softmax": "regex:[Ss]oft[Mm]ax",
 }
+OPS = ("attention", "callable", "gemm", "rmsnorm", "softmax")
+
+
+def work(a: argparse.Namespace) -> Analytic:
+    """Analytic FLOP and bytes of one call, from the shapes (conventions noted per op)."""
+    b = DTYPE_BYTES[a.dtype]
+    if a.op == "gemm":
+        out = 2 if a.dtype == "fp8" else b  # fp8 _scaled_mm writes bf16
+        return Analytic("gemm", f"{a.dtype} GEMM M={a.m} N={a.n} K={a.k}", 2.0 * a.m * a.n * a.k,
+                        float(a.m * a.k * b + a.k * a.n * b + a.m * a.n * out), a.warmup, a.iters)
+    if a.op == "attention":  # QK^T and PV: 4*B*H*S^2*D, half of it unmasked when causal
+        full = 4.0 * a.batch * a.heads * a.seq * a.seq * a.head_dim
+        kind = "causal" if a.causal else "non-causal"
+        return Analytic("attention", f"{a.dtype} SDPA flash {kind} B={a.batch} H={a.heads} S={a.seq} "
+                        f"D={a.head_dim}", full / 2 if a.causal else full,
+                        4.0 * a.batch * a.heads * a.seq * a.head_dim * b, a.warmup, a.iters)
+    n = a.rows * a.cols
+    if a.op == "rmsnorm":  # x*x, sum, x*rsqrt, *w: 4 FLOP an element (bytes are the figure that matters)
+        return Analytic("rmsnorm", f"{a.dtype} RMSNorm {a.rows}x{a.cols}", 4.0 * n,
+                        float(2 * n * b + a.cols * b), a.warmup, a.iters)
+    if a.op == "softmax":  # max, sub, exp, sum, div: 5 FLOP an element
+        return Analytic("softmax", f"{a.dtype} softmax {a.rows}x{a.cols}", 5.0 * n, float(2 * n * b),
+                        a.warmup, a.iters)
+    return Analytic("callable", f"{a.callable}({', '.join(a.arg)})", a.flops, a.bytes, a.warmup, a.iters)
 
 
 def _torch() -> Any:
@@ -51,73 +64,6 @@ def _dtype(name: str) -> Any:
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def gemm(a: argparse.Namespace) -> Op:
-    torch = _torch()
-    m, n, k = a.m, a.n, a.k
-    if a.dtype == "fp8":
-        x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
-        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn).t()
-        one = torch.tensor(1.0, device="cuda")
-        out_bytes = 2  # bf16 output
-
-        def fn() -> Any:
-            return torch._scaled_mm(x, w, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-    else:
-        dt = _dtype(a.dtype)
-        x = torch.randn(m, k, device="cuda", dtype=dt)
-        w = torch.randn(k, n, device="cuda", dtype=dt)
-        out_bytes = DTYPE_BYTES[a.dtype]
-
-        def fn() -> Any:
-            return x @ w
-    ib = DTYPE_BYTES[a.dtype]
-    nbytes = float(m * k * ib + k * n * ib + m * n * out_bytes)
-    return Op(fn, 2.0 * m * n * k, nbytes, f"{a.dtype} GEMM M={m} N={n} K={k}")
-
-
-def attention(a: argparse.Namespace) -> Op:
-    """SDPA on the flash backend. Analytic FLOP count only the unmasked half when causal."""
-    torch = _torch()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    dt = _dtype(a.dtype)
-    q, k, v = (torch.randn(a.batch, a.heads, a.seq, a.head_dim, device="cuda", dtype=dt) for _ in range(3))
-
-    def fn() -> Any:
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=a.causal)
-    full = 4.0 * a.batch * a.heads * a.seq * a.seq * a.head_dim
-    flops = full / 2 if a.causal else full
-    nbytes = 4.0 * a.batch * a.heads * a.seq * a.head_dim * DTYPE_BYTES[a.dtype]
-    kind = "causal" if a.causal else "non-causal"
-    return Op(fn, flops, nbytes, f"{a.dtype} SDPA flash {kind} B={a.batch} H={a.heads} S={a.seq} D={a.head_dim}")
-
-
-def rmsnorm(a: argparse.Namespace) -> Op:
-    torch = _torch()
-    dt = _dtype(a.dtype)
-    x = torch.randn(a.rows, a.cols, device="cuda", dtype=dt)
-    w = torch.randn(a.cols, device="cuda", dtype=dt)
-
-    def fn() -> Any:
-        return torch.nn.functional.rms_norm(x, (a.cols,), w, eps=1e-6)
-    n = a.rows * a.cols
-    # x*x, sum, x*rsqrt, *w: 4 FLOP an element (a convention; bytes are the figure that matters)
-    nbytes = float(2 * n * DTYPE_BYTES[a.dtype] + a.cols * DTYPE_BYTES[a.dtype])
-    return Op(fn, 4.0 * n, nbytes, f"{a.dtype} RMSNorm {a.rows}x{a.cols}")
-
-
-def softmax(a: argparse.Namespace) -> Op:
-    torch = _torch()
-    x = torch.randn(a.rows, a.cols, device="cuda", dtype=_dtype(a.dtype))
-
-    def fn() -> Any:
-        return torch.softmax(x, dim=-1)
-    n = a.rows * a.cols
-    # max, sub, exp, sum, div: 5 FLOP an element (a convention)
-    return Op(fn, 5.0 * n, float(2 * n * DTYPE_BYTES[a.dtype]), f"{a.dtype} softmax {a.rows}x{a.cols}")
-
-
 def _tensor(spec: str) -> Any:
     """'bf16[8,8192]' -> a random CUDA tensor of that dtype and shape."""
     torch = _torch()
@@ -126,53 +72,94 @@ def _tensor(spec: str) -> Any:
     return torch.randn(*shape, device="cuda", dtype=_dtype(dtype))
 
 
-def callable_op(a: argparse.Namespace) -> Op:
+def call(a: argparse.Namespace) -> Callable[[], Any]:
+    """The op, ready to call on random CUDA tensors."""
+    torch = _torch()
+    if a.op == "gemm" and a.dtype == "fp8":
+        x = torch.randn(a.m, a.k, device="cuda").to(torch.float8_e4m3fn)
+        w = torch.randn(a.n, a.k, device="cuda").to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        return lambda: torch._scaled_mm(x, w, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    if a.op == "gemm":
+        x = torch.randn(a.m, a.k, device="cuda", dtype=_dtype(a.dtype))
+        w = torch.randn(a.k, a.n, device="cuda", dtype=_dtype(a.dtype))
+        return lambda: x @ w
+    if a.op == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        q, k, v = (torch.randn(a.batch, a.heads, a.seq, a.head_dim, device="cuda", dtype=_dtype(a.dtype))
+                   for _ in range(3))
+
+        def sdpa() -> Any:
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=a.causal)
+        return sdpa
+    if a.op == "rmsnorm":
+        x = torch.randn(a.rows, a.cols, device="cuda", dtype=_dtype(a.dtype))
+        g = torch.randn(a.cols, device="cuda", dtype=_dtype(a.dtype))
+        return lambda: torch.nn.functional.rms_norm(x, (a.cols,), g, eps=1e-6)
+    if a.op == "softmax":
+        x = torch.randn(a.rows, a.cols, device="cuda", dtype=_dtype(a.dtype))
+        return lambda: torch.softmax(x, dim=-1)
     module, _, name = a.callable.partition(":")
     fn = getattr(importlib.import_module(module), name)
     tensors = [_tensor(s) for s in a.arg]
-    return Op(lambda: fn(*tensors), float(a.flops) if a.flops else float("nan"),
-              float(a.bytes) if a.bytes else float("nan"), f"{a.callable}({', '.join(a.arg)})")
-
-
-OPS: dict[str, Callable[[argparse.Namespace], Op]] = {
-    "gemm": gemm, "attention": attention, "rmsnorm": rmsnorm, "softmax": softmax, "callable": callable_op,
-}
+    return lambda: fn(*tensors)
 
 
 def add_op_arguments(p: argparse.ArgumentParser) -> None:
-    """Shape arguments shared by the harness and `kernelscope op` (one definition)."""
-    p.add_argument("op", choices=sorted(OPS))
-    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES))
-    p.add_argument("--m", type=int, default=4096)
-    p.add_argument("--n", type=int, default=4096)
-    p.add_argument("--k", type=int, default=4096)
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--heads", type=int, default=32)
-    p.add_argument("--seq", type=int, default=2048)
-    p.add_argument("--head-dim", type=int, default=128)
-    p.add_argument("--causal", action="store_true")
-    p.add_argument("--rows", type=int, default=8192)
-    p.add_argument("--cols", type=int, default=8192)
+    """The harness's options, defined once: the harness and `kernelscope op` both call this."""
+    p.add_argument("op", choices=OPS, help="the library op to call")
+    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES), help="operand precision (default bf16)")
+    p.add_argument("--m", type=int, default=4096, help="GEMM rows of A and C (default 4096)")
+    p.add_argument("--n", type=int, default=4096, help="GEMM columns of B and C (default 4096)")
+    p.add_argument("--k", type=int, default=4096, help="GEMM reduction dimension (default 4096)")
+    p.add_argument("--batch", type=int, default=4, help="attention batch (default 4)")
+    p.add_argument("--heads", type=int, default=32, help="attention heads (default 32)")
+    p.add_argument("--seq", type=int, default=2048, help="attention sequence length (default 2048)")
+    p.add_argument("--head-dim", type=int, default=128, help="attention head dimension (default 128)")
+    p.add_argument("--causal", action="store_true", help="causal attention mask")
+    p.add_argument("--rows", type=int, default=8192, help="rmsnorm/softmax rows (default 8192)")
+    p.add_argument("--cols", type=int, default=8192, help="rmsnorm/softmax columns (default 8192)")
     p.add_argument("--callable", help="module:function for op 'callable'")
     p.add_argument("--arg", action="append", default=[], help="tensor argument, e.g. bf16[8,8192] (repeat)")
     p.add_argument("--flops", type=float, help="analytic FLOP of one call (op 'callable')")
     p.add_argument("--bytes", type=float, help="analytic DRAM bytes of one call (op 'callable')")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--iters", type=int, default=2)
+    p.add_argument("--warmup", type=int, default=3,
+                   help="calls before the captured one (the capture skips this many launches; default 3)")
+    p.add_argument("--iters", type=int, default=2, help="calls after the warm-up, the first captured (default 2)")
+
+
+def harness_argv(ns: argparse.Namespace) -> list[str]:
+    """The harness command line for options parsed by a parser that called add_op_arguments:
+    every option defined there is forwarded, so the two can never disagree."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_op_arguments(probe)
+    argv = [ns.op]
+    for action in probe._actions:  # the options add_op_arguments defined, nothing else
+        if not action.option_strings:
+            continue
+        value = getattr(ns, action.dest, None)
+        flag = action.option_strings[0]
+        if isinstance(action, argparse._StoreTrueAction):
+            argv += [flag] if value else []
+        elif isinstance(action, argparse._AppendAction):
+            for v in value or ():
+                argv += [flag, str(v)]
+        elif value is not None:
+            argv += [flag, str(value)]
+    return argv
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kernelscope.capture.harness")
     add_op_arguments(p)
-    p.add_argument("--analytic-out", type=Path)
     a = p.parse_args(argv)
-    op = OPS[a.op](a)
-    if a.analytic_out:
-        work = {"flops": op.flops, "bytes": op.bytes}
-        a.analytic_out.write_text(json.dumps({"op": a.op, "describe": op.describe, "warmup": a.warmup,
-                                              "iters": a.iters, **{k: v for k, v in work.items() if v == v}}))
+    if a.warmup < 0 or a.iters < 1:
+        p.error("--warmup must be >= 0 and --iters >= 1")
+    fn = call(a)
     for _ in range(a.warmup + a.iters):
-        op.fn()
+        fn()
     _torch().cuda.synchronize()
     return 0
 

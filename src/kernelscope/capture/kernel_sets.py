@@ -11,7 +11,9 @@ from ..errors import KernelscopeError
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
-    return yaml.safe_load(resources.files(__package__).joinpath("kernel_sets.yaml").read_text())
+    doc: dict[str, list[dict[str, Any]]] = yaml.safe_load(resources.files(__package__).joinpath("kernel_sets.yaml")
+                                                          .read_text())
+    return doc
 
 
 def kernels(name: str) -> tuple[str, ...]:

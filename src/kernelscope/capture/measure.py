@@ -29,7 +29,7 @@ def _median_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 10) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return float(statistics.median(times))
 
 
 def copy_tbps(nbytes: int = 4 << 30) -> float:
@@ -38,7 +38,7 @@ def copy_tbps(nbytes: int = 4 << 30) -> float:
     src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
     dst = torch.empty_like(src)
     ms = _median_ms(lambda: dst.copy_(src))
-    return 2 * nbytes / (ms * 1e-3) / 1e12
+    return float(2 * nbytes / (ms * 1e-3) / 1e12)
 
 
 def matmul_tflops(precision: str, n: int = 8192) -> float | None:

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 
-from .plan import CapturePlan
+from ..ncu.plan import CapturePlan
 
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}

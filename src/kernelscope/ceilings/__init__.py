@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -11,6 +12,7 @@ from typing import Any
 import yaml
 
 from ..errors import CeilingsError, InputError
+from ..files import load_yaml
 
 PACKAGED = "sol-ceilings.yaml"
 
@@ -104,21 +106,14 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
     )
 
 
-def load(path: str | Path | None = None) -> CeilingsFile:
+def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
     """The packaged datasheet ceilings, or a user's file with the same schema."""
     if path is None:
         origin = f"kernelscope/ceilings/{PACKAGED}"
-        text = resources.files(__package__).joinpath(PACKAGED).read_text()
+        doc = yaml.safe_load(resources.files(__package__).joinpath(PACKAGED).read_text())
     else:
         origin = str(path)
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise InputError(origin, f"cannot read ceilings file ({exc.strerror})") from exc
-    try:
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise InputError(origin, f"not valid YAML ({exc.__class__.__name__})") from exc
+        doc = load_yaml(Path(path), "ceilings file")
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), dict) or not doc["devices"]:
         raise InputError(origin, "ceilings file needs a non-empty 'devices' map")
-    return CeilingsFile(origin, {k: _device(k, v, origin) for k, v in doc["devices"].items()})
+    return CeilingsFile(origin, {str(k): _device(str(k), v, origin) for k, v in doc["devices"].items()})

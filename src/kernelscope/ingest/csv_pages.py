@@ -10,7 +10,7 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..catalogue import DEVICE_NAME, WANTED
+from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel
 from .names import short_name
@@ -21,21 +21,26 @@ KERNEL_NAME = "Kernel Name"
 # The details page names figures by their section label, not their metric; these are the labels
 # (section, label) whose metric the analysis reads. A `--metrics` capture instead lists raw metric
 # names under "Command line profiler metrics", which need no mapping.
+SOL, OCC, LAUNCH = "GPU Speed Of Light Throughput", "Occupancy", "Launch Statistics"
 DETAILS_LABELS: dict[tuple[str, str], str] = {
-    ("GPU Speed Of Light Throughput", "Duration"): "gpu__time_duration.sum",
-    ("GPU Speed Of Light Throughput", "DRAM Throughput"): "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    ("GPU Speed Of Light Throughput", "Compute (SM) Throughput"): "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    ("Occupancy", "Achieved Occupancy"): "sm__warps_active.avg.pct_of_peak_sustained_active",
-    ("Occupancy", "Theoretical Occupancy"): "sm__maximum_warps_per_active_cycle_pct",
-    ("Occupancy", "Achieved Active Warps Per SM"): "sm__warps_active.avg.per_cycle_active",
-    ("Occupancy", "Block Limit Registers"): "launch__occupancy_limit_registers",
-    ("Occupancy", "Block Limit Shared Mem"): "launch__occupancy_limit_shared_mem",
-    ("Occupancy", "Block Limit Warps"): "launch__occupancy_limit_warps",
-    ("Occupancy", "Block Limit SM"): "launch__occupancy_limit_blocks",
-    ("Launch Statistics", "Registers Per Thread"): "launch__registers_per_thread",
-    ("Launch Statistics", "Static Shared Memory Per Block"): "launch__shared_mem_per_block_static",
-    ("Launch Statistics", "Dynamic Shared Memory Per Block"): "launch__shared_mem_per_block_dynamic",
-    ("Launch Statistics", "Waves Per SM"): "launch__waves_per_multiprocessor",
+    (SOL, "Duration"): C.DURATION,
+    (SOL, "DRAM Throughput"): C.DRAM_PCT[0],
+    (SOL, "Compute (SM) Throughput"): C.SM_BUSY,
+    (SOL, "Memory Throughput"): C.MEM_BUSY,
+    (SOL, "L2 Cache Throughput"): C.L2_PCT,
+    (SOL, "DRAM Frequency"): C.DRAM_CLOCK,
+    (OCC, "Achieved Occupancy"): C.OCC_ACHIEVED,
+    (OCC, "Theoretical Occupancy"): C.OCC_THEORETICAL,
+    (OCC, "Achieved Active Warps Per SM"): C.WARPS_ACTIVE,
+    (OCC, "Block Limit Registers"): C.BLOCK_LIMITS["registers"],
+    (OCC, "Block Limit Shared Mem"): C.BLOCK_LIMITS["shared_mem"],
+    (OCC, "Block Limit Warps"): C.BLOCK_LIMITS["warps"],
+    (OCC, "Block Limit SM"): C.BLOCK_LIMITS["blocks"],
+    (LAUNCH, "Registers Per Thread"): C.REGISTERS,
+    (LAUNCH, "Static Shared Memory Per Block"): C.SMEM_STATIC,
+    (LAUNCH, "Dynamic Shared Memory Per Block"): C.SMEM_DYNAMIC,
+    (LAUNCH, "Driver Shared Memory Per Block"): C.SMEM_DRIVER,
+    (LAUNCH, "Waves Per SM"): C.WAVES,
 }
 DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
@@ -60,8 +65,8 @@ def read_raw(rows: list[list[str]], source: str) -> Iterator[RawKernel]:
     if len(rows) < 2:
         raise InputError(source, "raw CSV has a header but no units row")
     units = rows[1]
-    wanted = [(i, h, unit_factor(units[i] if i < len(units) else "")) for i, h in enumerate(header) if h in WANTED]
-    device_col = header.index(DEVICE_NAME) if DEVICE_NAME in header else None
+    wanted = [(i, h, unit_factor(units[i] if i < len(units) else "")) for i, h in enumerate(header) if h in C.WANTED]
+    device_col = header.index(C.DEVICE_NAME) if C.DEVICE_NAME in header else None
     for line, row in enumerate(rows[2:], start=3):
         if len(row) != len(header):
             raise InputError(source, f"line {line} has {len(row)} fields, the header has {len(header)}")
@@ -87,7 +92,7 @@ def read_details(rows: list[list[str]], source: str) -> Iterator[RawKernel]:
         label = fields["Metric Name"]
         if not label:
             continue
-        name = label if label in WANTED else DETAILS_LABELS.get((fields["Section Name"], label))
+        name = label if label in C.WANTED else DETAILS_LABELS.get((fields["Section Name"], label))
         value = parse_number(row[col["Metric Value"]])
         if name and value is not None:
             metrics[name] = value * unit_factor(fields["Metric Unit"])

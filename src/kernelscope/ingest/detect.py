@@ -7,7 +7,6 @@ ncu_report loads a truncated `.ncu-rep` without complaint and silently returns f
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 from ..errors import InputError
 
@@ -39,8 +38,3 @@ def sniff(head: bytes) -> str:
     if text.startswith(b'"') or b"," in text.split(b"\n", 1)[0]:
         return "csv"
     return "unknown"
-
-
-def read_head(path: Path, size: int = 4096) -> bytes:
-    with path.open("rb") as fh:
-        return fh.read(size)

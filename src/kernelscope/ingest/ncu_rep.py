@@ -8,13 +8,16 @@ from typing import Any
 
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, WANTED
 from ..errors import InputError
-from ..model import RawKernel
+from ..model import RawKernel, RuleResult
 from .units import unit_factor
+
+# ncu's rule message types (NvRules.MsgType)
+RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
 
 
 def _ncu_report() -> Any:
     try:
-        import ncu_report  # type: ignore[import-not-found]
+        import ncu_report
     except ImportError as exc:  # pragma: no cover - the wheel is a hard dependency
         raise InputError("ncu_report", "the ncu-report package is not installed") from exc
     return ncu_report
@@ -28,6 +31,23 @@ def _dims(action: Any, names: tuple[str, ...]) -> str | None:
     if any(m is None for m in metrics):
         return None
     return "(" + ", ".join(str(int(m.value())) for m in metrics) + ")"
+
+
+def _kind(value: Any) -> str:
+    return RULE_KINDS.get(value, str(value)) if isinstance(value, int) else str(value)
+
+
+def rules(action: Any) -> tuple[RuleResult, ...]:
+    """ncu's own rule results for this launch (empty when the capture had no sections)."""
+    out = []
+    for r in action.rule_results_as_dicts():
+        msg = r.get("rule_message") or {}
+        title, text = str(msg.get("title") or ""), str(msg.get("message") or "")
+        if not title and not text:
+            continue
+        out.append(RuleResult(rule=str(r.get("rule_identifier", "")), section=str(r.get("section_identifier", "")),
+                              title=title, message=text, kind=_kind(msg.get("type"))))
+    return tuple(out)
 
 
 def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
@@ -52,21 +72,21 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
                 if metric is None:
                     continue
                 value = metric.value()
-                if isinstance(value, (int, float)):
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
                     if name not in factors:
                         factors[name] = unit_factor(metric.unit() or "")
                     metrics[name] = float(value) * factors[name]
             device_metric = action.metric_by_name(DEVICE_NAME)
             device = None if device_metric is None else str(device_metric.value())
-            full = action.name(ncu_report.IAction.NameBase_DEMANGLED)
             yield RawKernel(
                 source=shown,
                 launch_id=launch_id,
                 name=action.name(ncu_report.IAction.NameBase_FUNCTION),
-                name_full=full,
+                name_full=action.name(ncu_report.IAction.NameBase_DEMANGLED),
                 device=device,
                 grid=_dims(action, GRID_DIMS),
                 block=_dims(action, BLOCK_DIMS),
                 metrics=metrics,
+                rules=rules(action),
             )
             launch_id += 1

@@ -1,14 +1,20 @@
-"""`kernelscope k8s inspect`: read a deployment and say which capture path is possible, and why,
-with the evidence for each finding."""
+"""`kernelscope k8s inspect`: read a deployment and its running pod, and say which capture strategy
+is possible, what the run needs (RBAC, a free GPU, quota, counter access), and why, with the
+evidence for each finding."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from .kubectl import Kube, KubeError
+from .. import redact
+from ..errors import KubeError
+from .findings import GPU, Finding, Level, as_int, gpu_request
+from .kubectl import Kube, check_name
+from .preflight import preflight
 
+Strategy = Literal["wrap", "attach", "direct"]
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
 GPU_MEM_UTIL_WARN = 0.85
 # NVIDIA GPU feature discovery labels for the CUDA version the node's driver supports (new, old)
@@ -19,38 +25,46 @@ LOG_CUDA = re.compile(r"(?:CUDA(?: runtime)?(?: version)?[ :=]+v?(\d+)\.(\d+))|(
 NCU_TAG = re.compile(r"ncu[-_]?(\d{4}\.\d+(?:\.\d+)?)")
 
 
-@dataclass(frozen=True)
-class Finding:
-    name: str
-    level: str  # ok | warn | block | info
-    message: str
-    evidence: str
-
-
 @dataclass
 class Inspection:
     namespace: str
     deployment: str
     replicas: int
+    generation: int | None
+    template: dict[str, Any]  # the production pod template, as the API returned it
     container: str
     image: str
-    command: list[str]
+    command: list[str]  # the container's command (its entrypoint override); [] when the image's runs
+    args: list[str]
     node: str | None
-    pod: str | None
+    pod: str | None  # a running production pod
+    tensor_parallel: int
+    server_port: int
+    gpus: int
     findings: list[Finding] = field(default_factory=list)
-    path: str = "sister"
-    path_reason: str = ""
-    spec: dict[str, Any] = field(default_factory=dict)  # the deployment, for rendering the sister
+    pin_node: str | None = None  # a ReadWriteOnce model volume keeps the sister on production's node
+    app_cuda: str | None = None  # from the production pod's launch log
+    strategy: Strategy = "wrap"
+    strategy_reason: str = ""
 
     def blocked(self) -> list[Finding]:
         return [f for f in self.findings if f.level == "block"]
+
+    def serving_command(self, entrypoint: list[str] | None) -> list[str]:
+        """The full command the GPU container runs: its command + args, or --entrypoint + args."""
+        head = self.command or (entrypoint or [])
+        if not head:
+            raise KubeError(f"container {self.container} sets only args ({' '.join(redact.argv(self.args))[:80]}): "
+                            "the image's ENTRYPOINT runs them and kubectl cannot see it; pass --entrypoint "
+                            "(e.g. --entrypoint 'vllm serve' or 'python3 -m vllm.entrypoints.openai.api_server')")
+        return [*head, *self.args]
 
 
 def parse_target(target: str) -> str:
     kind, _, name = target.rpartition("/")
     if kind not in ("", "deploy", "deployment", "deployments", "deployment.apps"):
         raise KubeError(f"{target}: only deployments are supported (deploy/NAME)")
-    return name
+    return check_name("deployment", name, subdomain=True)
 
 
 def log_cuda_version(log: str) -> str | None:
@@ -64,15 +78,50 @@ def log_cuda_version(log: str) -> str | None:
     return None
 
 
-def gpu_memory_utilization(args: list[str]) -> float | None:
+def option(args: list[str], *names: str) -> str | None:
+    """The value of `--name V` or `--name=V` in a command line (the last one wins, as argparse does)."""
+    value = None
     for i, a in enumerate(args):
-        if a.startswith("--gpu-memory-utilization"):
-            value = a.split("=", 1)[1] if "=" in a else (args[i + 1] if i + 1 < len(args) else "")
-            try:
-                return float(value)
-            except ValueError:
-                return None
-    return None
+        for n in names:
+            if a == n and i + 1 < len(args):
+                value = args[i + 1]
+            elif a.startswith(n + "="):
+                value = a.split("=", 1)[1]
+    return value
+
+
+def parallel_processes(args: list[str]) -> int:
+    """GPU worker processes a vLLM/SGLang command starts: tensor x pipeline parallel size."""
+    tp = as_int(option(args, "--tensor-parallel-size", "-tp", "--tp-size", "--tp"), 1)
+    pp = as_int(option(args, "--pipeline-parallel-size", "-pp", "--pp-size"), 1)
+    return max(tp, 1) * max(pp, 1)
+
+
+def gpu_container(spec: dict[str, Any], explicit: str | None) -> dict[str, Any]:
+    """The container that runs the model: the one named, else the one asking for nvidia.com/gpu."""
+    containers: list[dict[str, Any]] = spec.get("containers") or []
+    if explicit:
+        found = next((c for c in containers if c.get("name") == explicit), None)
+        if found is None:
+            listed = ", ".join(c.get("name", "?") for c in containers)
+            raise KubeError(f"no container {explicit!r} (containers: {listed})")
+        return found
+    gpu = [c for c in containers if gpu_request(c) > 0]
+    if len(gpu) == 1:
+        return gpu[0]
+    names = ", ".join(c.get("name", "?") for c in (gpu or containers))
+    if not gpu and len(containers) == 1:
+        return containers[0]
+    raise KubeError(f"cannot tell the GPU container ({'several request ' + GPU if gpu else 'none requests ' + GPU}: "
+                    f"{names}); pass --container NAME")
+
+
+def _server_port(container: dict[str, Any], args: list[str]) -> int:
+    port = option(args, "--port")
+    if port is not None:
+        return as_int(port, 8000)
+    ports = [p.get("containerPort") for p in container.get("ports") or [] if p.get("containerPort")]
+    return int(ports[0]) if ports else 8000
 
 
 def _node_cuda(labels: dict[str, str]) -> tuple[str | None, str | None]:
@@ -86,48 +135,81 @@ def attachable(command: list[str]) -> bool:
     return any(c.endswith("ncu") for c in command) and "launch" in command
 
 
-def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None) -> Inspection:
+def _env_names(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: str(e.get("value", "<from " + next(iter(e.get("valueFrom") or {"ref": 0})) + ">"))
+            for e in container.get("env") or [] if "name" in e}
+
+
+def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None,
+            strategy: Strategy | None = None, grant_cap: bool = False) -> Inspection:
     name = parse_target(target)
     dep = kube.get_json("deployment", name)
-    spec = dep["spec"]["template"]["spec"]
-    cont = next((c for c in spec["containers"] if c["name"] == container), None) if container else spec["containers"][0]
-    if cont is None:
-        raise KubeError(f"deployment {name} has no container {container!r}")
-    command = [*cont.get("command", []), *cont.get("args", [])]
+    template = dep["spec"]["template"]
+    spec = template["spec"]
+    cont = gpu_container(spec, container)
+    args = [str(a) for a in cont.get("args") or []]
+    command = [str(c) for c in cont.get("command") or []]
     selector = ",".join(f"{k}={v}" for k, v in dep["spec"]["selector"].get("matchLabels", {}).items())
-    pods = kube.get_json("pods", "-l", selector).get("items", [])
+    pods = kube.get_json("pods", "-l", selector).get("items", []) if selector else []
     pod = next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
-    ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)), cont["name"], cont.get("image", ""),
-                     command, (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name"),
-                     spec=dep)
+    ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)), dep["metadata"].get("generation"),
+                     template, cont["name"], cont.get("image", ""), command, args,
+                     (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name"),
+                     parallel_processes([*command, *args]), _server_port(cont, [*command, *args]), gpu_request(cont))
+    _findings(kube, ins, cont, pod, tools_image)
+    ins.findings += preflight(kube, ins, grant_cap, strategy == "direct")
+    _choose(ins, strategy)
+    return ins
+
+
+def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, Any] | None, tools: str) -> None:
     f = ins.findings
+    f.append(Finding("gpu-container", "ok", f"GPU container {ins.container} ({ins.gpus} x {GPU}), "
+                     f"{ins.tensor_parallel} GPU worker process(es), server port {ins.server_port}",
+                     f"containers: {', '.join(c.get('name', '?') for c in ins.template['spec']['containers'])}"))
+    if not ins.command:
+        f.append(Finding("entrypoint", "warn", "the container sets only args: the image's ENTRYPOINT starts the "
+                         "server, so `k8s capture` needs --entrypoint to wrap it",
+                         f"args: {' '.join(redact.argv(ins.args))[:160]}"))
     f.append(Finding("replicas", "info" if ins.replicas > 1 else "warn",
                      f"{ins.replicas} replica(s)" + ("" if ins.replicas > 1 else
                                                        ": single replica, strict capture limits apply"),
-                     f"deployment/{name} .spec.replicas={ins.replicas}"))
-    env = {e["name"]: e.get("value") for e in cont.get("env", [])}
-    if INJECTION_ENV in env:
+                     f"deployment/{ins.deployment} .spec.replicas={ins.replicas}"))
+    template_env = _env_names(cont)
+    admitted: dict[str, str] = {}
+    if pod is not None:
+        live: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", [])
+                                     if c.get("name") == ins.container), {})
+        admitted = _env_names(live)
+    injected = {k: v for k, v in {**template_env, **admitted}.items() if k == INJECTION_ENV}
+    if injected:
+        where = "pod template" if INJECTION_ENV in template_env else "running pod (added at admission, e.g. a webhook)"
         f.append(Finding("injection-in-use", "warn",
-                         f"{INJECTION_ENV} is set: another profiler owns the driver's single injection slot; the "
-                         "sister unsets it, the direct path is impossible", f"{INJECTION_ENV}={env[INJECTION_ENV]}"))
+                         f"{INJECTION_ENV} is set in the {where}: another profiler owns the driver's single injection "
+                         "slot; the sister removes it and checks its own admitted pod again; --direct is impossible",
+                         f"{INJECTION_ENV}={injected[INJECTION_ENV]}"))
     else:
-        f.append(Finding("injection-free", "ok", f"{INJECTION_ENV} not set in the pod template",
-                         f"container {cont['name']} env: {', '.join(sorted(env)) or 'none'}"))
-    util = gpu_memory_utilization(command)
+        f.append(Finding("injection-free", "ok", f"{INJECTION_ENV} set neither in the template nor in the running pod",
+                         f"container {ins.container} env names: {', '.join(sorted(template_env)) or 'none'}"))
+    util = option([*ins.command, *ins.args], "--gpu-memory-utilization")
     if util is not None:
-        level = "warn" if util >= GPU_MEM_UTIL_WARN else "ok"
+        try:
+            value = float(util)
+        except ValueError:
+            value = 0.0
+        level: Level = "warn" if value >= GPU_MEM_UTIL_WARN else "ok"
         f.append(Finding("gpu-memory-utilization", level,
                          f"--gpu-memory-utilization {util}" + (": little room left for profiler buffers; keep launch "
                                                                "counts and windows short" if level == "warn" else ""),
-                         f"container args: {' '.join(command)[:200]}"))
+                         f"container args: {' '.join(redact.argv(ins.args))[:200]}"))
     log = ""
     if pod:
-        log = kube.k("logs", pod["metadata"]["name"], "-c", cont["name"], "--tail=400", check=False) or ""
-    app_cuda = log_cuda_version(log)
+        log = kube.k("logs", pod["metadata"]["name"], "-c", ins.container, "--tail=400", check=False) or ""
+    app_cuda = ins.app_cuda = log_cuda_version(log)
     node_cuda = driver = None
     if ins.node:
-        labels = kube.get_json("node", ins.node).get("metadata", {}).get("labels", {})
-        node_cuda, driver = _node_cuda(labels)
+        node = kube.get_json("node", ins.node, check=False)
+        node_cuda, driver = _node_cuda(node.get("metadata", {}).get("labels", {}))
     if app_cuda and node_cuda and int(app_cuda.split(".")[0]) > int(node_cuda.split(".")[0]):
         f.append(Finding("cuda-driver-skew", "block",
                          f"the application was built for CUDA {app_cuda} but node {ins.node}'s driver supports CUDA "
@@ -139,16 +221,29 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
                          f"application CUDA {app_cuda or 'unknown'}, "
                          f"node driver supports CUDA {node_cuda or 'unknown'}",
                          f"launch log of {ins.pod or 'no pod'}; node {ins.node or '?'} labels"))
-    m = NCU_TAG.search(tools_image)
-    ncu = m.group(1) if m else None
-    f.append(Finding("tools-ncu", "info",
-                     f"tools image {tools_image}: ncu {ncu or 'version unknown (read with ncu --version in the pod)'}; "
-                     "kernelscope attaches with --mode attach --hostname 127.0.0.1 (2026.x has no --attach PID)",
-                     f"image tag {tools_image}"))
-    if attachable(command) and INJECTION_ENV not in env:
-        ins.path, ins.path_reason = "direct", ("the deployment already runs under ncu --mode launch and no other "
-                                               "injection is set; needs --direct to touch it")
+    m = NCU_TAG.search(tools)
+    version = m.group(1) if m else "version unknown (read with ncu --version in the pod)"
+    f.append(Finding("tools-ncu", "info", f"tools image {tools}: ncu {version}", f"image tag {tools}"))
+
+
+def _choose(ins: Inspection, wanted: Strategy | None) -> None:
+    injected = any(x.name == "injection-in-use" for x in ins.findings)
+    if wanted == "direct":
+        if not attachable([*ins.command, *ins.args]) or injected:
+            raise KubeError(f"--direct: {ins.deployment} does not run under `ncu --mode launch`"
+                            + (" and another profiler holds the injection slot" if injected else "")
+                            + "; use the sister (the default)")
+        ins.strategy, ins.strategy_reason = "direct", ("the production pod already runs attachable under ncu --mode "
+                                                       "launch; a debug sidecar attaches to it (explicit --direct)")
+    elif wanted == "attach":
+        if ins.tensor_parallel > 1:
+            raise KubeError(f"--strategy attach: {ins.deployment} runs {ins.tensor_parallel} GPU worker processes; "
+                            "measured on an H200 with ncu 2025.3.1, one attach session connects to one of them and "
+                            "the others stay held at their first CUDA call (a TP vLLM would hang in NCCL init); "
+                            "use --strategy wrap (the default)")
+        ins.strategy, ins.strategy_reason = "attach", ("a sister holding the single-process server under ncu --mode "
+                                                       "launch; a sidecar attaches over 127.0.0.1")
     else:
-        ins.path, ins.path_reason = "sister", ("a separate one-replica release of the same image, unselected by the "
-                                               "production Service, started attachable; production is not touched")
-    return ins
+        ins.strategy, ins.strategy_reason = "wrap", (
+            "a one-pod sister copied from the production template, its server started under a scoped "
+            "`ncu --target-processes all` (every worker process covered, no TCP session); production is not touched")

@@ -3,38 +3,54 @@ the bundles' manifests and the campaign config when they know it, and says "unkn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from ..manifest import BundleManifest
 
 UNKNOWN = "unknown"
 FIELDS = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload", "capture")
 
 
-def _capture_line(m: Mapping[str, Any]) -> str:
-    scoping = m.get("scoping") or {}
-    ncu = (m.get("ncu") or {}).get("version", "?")
-    addons = "+".join(m.get("addons") or [])
-    return (f"ncu {ncu}, set {m.get('metric_set', '?')}{'+' + addons if addons else ''}, kernels "
-            f"{', '.join(scoping.get('kernels') or ['all'])}, launch-skip {scoping.get('launch_skip', '?')}, "
-            f"launch-count {scoping.get('launch_count', '?')}, clock-control {scoping.get('clock_control', '?')}, "
-            f"replay {scoping.get('replay_mode', '?')}, at {m.get('started_at', '?')}")
+def capture_line(m: BundleManifest) -> str:
+    s = m.scoping
+    sets = "+".join([m.metric_set, *m.addons])
+    ncu = m.ncu.version if m.ncu else UNKNOWN
+    where = f" in pod {m.kubernetes.namespace}/{m.kubernetes.deployment} ({m.kubernetes.strategy})" \
+        if m.kubernetes else ""
+    return (f"ncu {ncu}, set {sets}, kernels {', '.join(s.kernels) or 'all'}, launch-skip {s.launch_skip}, "
+            f"launch-count {s.launch_count}, clock-control {s.clock_control}, replay {s.replay_mode}, "
+            f"{m.transport}{where}, at {m.started_at}")
 
 
-def header(manifests: Mapping[str, Mapping[str, Any]], campaign: Mapping[str, Any] | None,
+def hardware_line(m: BundleManifest) -> str | None:
+    if not m.gpu.name:
+        return None
+    extra = ", ".join(x for x in (f"driver {m.gpu.driver_version}" if m.gpu.driver_version else "",
+                                  f"CUDA {m.gpu.driver_cuda_version}" if m.gpu.driver_cuda_version else "") if x)
+    return m.gpu.name + (f" ({extra})" if extra else "")
+
+
+def header(manifests: Iterable[BundleManifest], campaign: Mapping[str, Any] | None,
            devices: set[str], extra: Mapping[str, Any]) -> dict[str, str]:
     """Field -> text, in FIELDS order, then what the analysis itself used (ceilings, tool)."""
+    found = list(manifests)
     ctx = dict((campaign or {}).get("context") or {})
+    for m in found:  # what the capture itself recorded (--context model=...) fills what the campaign left open
+        for k, v in m.context.items():
+            ctx.setdefault(k, v)
     out: dict[str, str] = {}
     for field in FIELDS:
         value = ctx.get(field)
         out[field] = UNKNOWN if value in (None, "") else str(value)
-    if out["hardware"] == UNKNOWN and devices:
-        drivers = {m.get("driver_version") for m in manifests.values() if m.get("driver_version")}
-        out["hardware"] = ", ".join(sorted(devices)) + (f" (driver {', '.join(sorted(drivers))})" if drivers else "")
-    if out["capture"] == UNKNOWN and manifests:
-        out["capture"] = " | ".join(_capture_line(m) for m in manifests.values())
+    if out["hardware"] == UNKNOWN:
+        lines = sorted({h for m in found if (h := hardware_line(m))}) or sorted(devices)
+        if lines:
+            out["hardware"] = "; ".join(lines)
+    if out["capture"] == UNKNOWN and found:
+        out["capture"] = " | ".join(capture_line(m) for m in found)
     if out["workload"] == UNKNOWN:
-        commands = [" ".join(m.get("command") or []) for m in manifests.values() if m.get("command")]
+        commands = [" ".join(m.target) for m in found if m.target]
         if commands:
             out["workload"] = " | ".join(commands)
     out.update({k: str(v) for k, v in extra.items()})

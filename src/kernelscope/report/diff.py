@@ -7,20 +7,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..manifest import BundleManifest
 from ..model import Assessment
 
 # context that must agree for a comparison to mean anything
 CONTEXT_FIELDS = ("device", "metric_set", "shapes", "model")
 
 
-def bundle_context(manifest: Mapping[str, Any] | None, items: Sequence[Assessment]) -> dict[str, Any]:
-    m = manifest or {}
-    analytic = m.get("analytic") or {}
+def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dict[str, Any]:
+    if m is None:
+        return {"device": items[0].record.device if items else None, "metric_set": "unknown",
+                "shapes": "unknown", "model": "unknown"}
     return {
-        "device": m.get("gpu_name") or (items[0].record.device if items else None),
-        "metric_set": "+".join([m.get("metric_set") or "unknown", *(m.get("addons") or [])]),
-        "shapes": analytic.get("describe") or " ".join(m.get("target") or []) or "unknown",
-        "model": (m.get("context") or {}).get("model") or "unknown",
+        "device": m.gpu.name or (items[0].record.device if items else None),
+        "metric_set": "+".join([m.metric_set, *m.addons]),
+        "shapes": (m.analytic.describe if m.analytic else None) or " ".join(m.target) or "unknown",
+        "model": m.context.get("model") or "unknown",
     }
 
 

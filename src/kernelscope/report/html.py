@@ -8,8 +8,8 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 
-from ..analysis.categories import categorize
 from ..analysis.frontier import frontier
+from ..columns import BY_NAME, kernel_object
 from ..model import Assessment
 from .roofline_data import RooflineData
 from .roofline_plot import render
@@ -62,30 +62,42 @@ def _context(ctx: Mapping[str, str]) -> str:
     return f"<table class='ctx'>{rows}</table>"
 
 
+# (column, heading, format, scale): the kernel table, by the names of the one column spec
+TABLE: tuple[tuple[str, str, str, float], ...] = (
+    ("name", "kernel", "", 1), ("category", "category", "", 1), ("duration_ns", "time µs", ".1f", 1e-3),
+    ("bound", "bound", "", 1), ("pct_sol_compute", "%SoL compute", ".1f", 1),
+    ("compute_ceiling_key", "compute ceiling", "", 1), ("pct_sol_memory", "%SoL memory", ".1f", 1),
+    ("arithmetic_intensity", "FLOP/B", ".1f", 1), ("achieved_tflops", "TFLOP/s", ".1f", 1),
+    ("achieved_dram_tbps", "TB/s", ".2f", 1), ("sm_busy_pct", "SM busy %", ".0f", 1),
+    ("achieved_occupancy_pct", "occupancy % achieved", ".0f", 1),
+    ("theoretical_occupancy_pct", "occupancy % theoretical", ".0f", 1),
+    ("occupancy_limiter", "limiter", "", 1), ("registers_per_thread", "regs/thread", ".0f", 1),
+    ("shared_mem_per_block_bytes", "smem/block KiB", ".1f", 1 / 1024), ("waves_per_sm", "waves/SM", ".2f", 1),
+)
+
+
+def _cell(value: object, spec: str, scale: float) -> str:
+    if value is None:
+        return "—"
+    if spec and isinstance(value, (int, float)):
+        return format(value * scale, spec)
+    return _e(value)
+
+
 def _kernel_table(items: Sequence[Assessment]) -> str:
     total = sum(a.record.duration_ns or 0 for a in items) or 1.0
-    head = ("#", "kernel", "category", "time µs", "time %", "bound", "%SoL compute", "compute ceiling",
-            "%SoL memory", "FLOP/B", "TFLOP/s", "TB/s", "SM busy %", "occupancy % ach/theo", "limiter",
-            "regs/thread", "smem/block KiB", "waves/SM")
+    head = "".join(f"<th title='{_e(BY_NAME[c].unit)}'>{_e(h)}</th>" for c, h, _, _ in TABLE)
     rows = []
     for i, a in enumerate(items):
-        r = a.record
-        cells = [
-            i, _e(r.name), categorize(r.name, r.name_full)[0],
-            _n(None if r.duration_ns is None else r.duration_ns / 1e3, ".1f"),
-            _n(100 * (r.duration_ns or 0) / total, ".1f"), a.bound, _n(a.pct_sol_compute, ".1f"),
-            a.compute_ceiling_key or "—", _n(a.pct_sol_memory, ".1f"), _n(r.arithmetic_intensity, ".1f"),
-            _n(r.achieved_tflops, ".1f"), _n(r.achieved_dram_tbps, ".2f"), _n(r.sm_busy_pct, ".0f"),
-            f"{_n(r.achieved_occupancy_pct, '.0f')}/{_n(r.theoretical_occupancy_pct, '.0f')}",
-            r.occupancy_limiter or "—", _n(r.registers_per_thread, ".0f"),
-            _n(None if r.shared_mem_per_block_bytes is None else r.shared_mem_per_block_bytes / 1024, ".1f"),
-            _n(r.waves_per_sm, ".2f"),
-        ]
-        rows.append("<tr class='kernel-row'>" + "".join(
-            f"<td class='num'>{c}</td>" if j in (0, 3, 4, 6, 8, 9, 10, 11, 12, 15, 16, 17) else f"<td>{c}</td>"
-            for j, c in enumerate(cells)) + "</tr>")
-    return ("<table id='kernels'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        obj = kernel_object(a)
+        cells = [f"<td class='num'>{i}</td>"]
+        cells += [f"<td class='num'>{_cell(obj[c], f, k)}</td>" if f else f"<td>{_cell(obj[c], f, k)}</td>"
+                  for c, _, f, k in TABLE]
+        cells.insert(4, f"<td class='num'>{100 * (a.record.duration_ns or 0) / total:.1f}</td>")
+        rows.append("<tr class='kernel-row'>" + "".join(cells) + "</tr>")
+    heads = "<th>#</th>" + head
+    heads = heads.replace("<th title='ns'>time µs</th>", "<th title='ns'>time µs</th><th>time %</th>", 1)
+    return ("<table id='kernels'><thead><tr>" + heads + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
 def _stalls(items: Sequence[Assessment]) -> str:

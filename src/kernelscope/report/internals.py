@@ -9,28 +9,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..campaign.cells import binding_sol
+from ..columns import PERFBENCH_V1, kernel_object
 from ..errors import InputError
+from ..files import read_text, write_file
 from ..model import Assessment
-from .writers import write_atomic
 
 FILE = "inference_perfbench_v1.json"
 KEY = "kernel_internals"
 
 
 def block(items: Sequence[Assessment], method: str, tool: str) -> dict[str, Any]:
+    """The schema's own key names, each taken from the column it maps to (columns.PERFBENCH_V1)."""
     per_kernel = {}
     for a in items:
-        r = a.record
-        pct, key = binding_sol(a)
-        per_kernel[r.name] = {
-            "achieved_occupancy_pct": r.achieved_occupancy_pct,
-            "theoretical_occupancy_pct": r.theoretical_occupancy_pct,
-            "dram_throughput_pct_peak": r.dram_throughput_pct, "sm_throughput_pct_peak": r.sm_busy_pct,
-            "regs_per_thread": r.registers_per_thread, "smem_per_block_bytes": r.shared_mem_per_block_bytes,
-            "block_limit_factor": r.occupancy_limiter, "arithmetic_intensity": r.arithmetic_intensity,
-            "pct_sol": pct, "ceiling_key": key, "bound": a.bound,
-        }
+        obj = kernel_object(a)
+        per_kernel[a.record.name] = {theirs: obj[ours] for theirs, ours in PERFBENCH_V1.items()}
     return {"captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "method": method,
             "tool_version": tool, "per_kernel": per_kernel}
 
@@ -73,6 +66,5 @@ def merge(text: str | None, value: dict[str, Any], path: Path) -> str:
 
 def write(bundle: Path, items: Sequence[Assessment], method: str, tool: str) -> Path:
     path = bundle / FILE
-    text = path.read_text() if path.exists() else None
-    write_atomic({FILE: merge(text, block(items, method, tool), path)}, bundle)
-    return path
+    text = read_text(path, what="inference_perfbench_v1.json") if path.exists() else None
+    return write_file(merge(text, block(items, method, tool), path), path)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..analysis.categories import categorize
 from ..ceilings import CeilingsFile
+from ..errors import KernelscopeError
 from ..model import Assessment
 
 
@@ -44,7 +45,7 @@ def _fmt(value: float | None, spec: str, unit: str) -> str:
 
 def build(items: Sequence[Assessment], table: CeilingsFile, hw: str | None = None) -> RooflineData:
     if not items:
-        raise ValueError("no kernels to draw")
+        raise KernelscopeError("no kernels to draw")
     dev = table.pick(items[0].record.device, hw or items[0].hw_key)
     mem = dev.memory.value or 0.0
     total_ns = sum(a.record.duration_ns or 0 for a in items) or 1.0

@@ -11,13 +11,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
+from ..errors import KernelscopeError  # noqa: E402
+from ..files import write_file  # noqa: E402
 from .roofline_data import RooflineData  # noqa: E402
 
 BOUND_COLOUR = {"compute": "#d62728", "memory": "#1f77b4", "latency": "#ff7f0e", "unmeasured": "#7f7f7f"}
 
 
-def figure(data: RooflineData, title: str) -> plt.Figure:
+def figure(data: RooflineData, title: str) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 6), dpi=110)
     xs = [p.ai for p in data.points] + [r.ridge for r in data.roofs]
     lo = 10 ** math.floor(math.log10(max(min(xs), 1e-2) / 10)) if xs else 0.1
@@ -60,7 +63,5 @@ def render(data: RooflineData, title: str, fmt: str) -> bytes:
 def write(data: RooflineData, title: str, out: Path) -> Path:
     fmt = out.suffix.lstrip(".").lower()
     if fmt not in {"png", "svg"}:
-        raise ValueError(f"{out}: roofline output must end in .png or .svg")
-    from .writers import write_bytes_atomic
-
-    return write_bytes_atomic(render(data, title, fmt), out)
+        raise KernelscopeError(f"{out}: roofline output must end in .png or .svg")
+    return write_file(render(data, title, fmt), out)

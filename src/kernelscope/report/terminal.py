@@ -12,8 +12,8 @@ from ..analysis.frontier import frontier
 from ..model import Assessment
 
 
-def _num(value: float | None, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt)
+def _num(value: float | str | None, fmt: str) -> str:
+    return "—" if value is None else format(value, fmt) if not isinstance(value, str) else value
 
 
 def render(items: Sequence[Assessment], console: Console, context_line: str) -> None:

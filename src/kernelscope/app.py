@@ -1,0 +1,350 @@
+"""Use cases: typed requests in, results out. The CLI only parses arguments into these and prints
+what comes back; nothing below this module knows the CLI exists.
+
+    analyze -> Analysis        report / roofline -> Path        capture / op -> CaptureResult
+    k8s_inspect / k8s_capture / k8s_cleanup                     campaign_* / kernel_internals / join / diff
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from . import __version__, redact
+from .analysis.pipeline import analyze as analyze_inputs
+from .analysis.pipeline import bundles
+from .capture import engine
+from .capture.diagnose import diagnose
+from .capture.preflight import Finding, lint
+from .capture.transport import AttachSession, LocalProcess, Progress
+from .ceilings import CeilingsFile
+from .errors import InputError, KernelscopeError, PlanError
+from .files import write_file, write_files
+from .manifest import Analytic, BundleManifest, NcuFacts
+from .model import Assessment
+from .ncu.argv import capture_argv, launch_argv
+from .ncu.plan import POLICIES, CapturePlan, one_session, validate
+from .ncu.version import NcuInfo, probe, unsupported_flags
+from .report import diff as diffing
+from .report import join as joining
+
+if TYPE_CHECKING:
+    from .k8s.capture import K8sCaptureRequest, K8sCaptureResult
+    from .k8s.inspect import Inspection, Strategy
+
+
+# -- analysis ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AnalyzeRequest:
+    inputs: tuple[Path, ...]
+    kernel: str | None = None
+    hw: str | None = None
+    ceilings: Path | None = None
+    achievable: Path | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    request: AnalyzeRequest
+    items: list[Assessment]
+    ceilings: CeilingsFile
+    manifests: dict[Path, BundleManifest]
+
+    def context(self) -> dict[str, Any]:
+        """The JSON document's context block: what was analysed, how, and each bundle's capture."""
+        r = self.request
+        return {
+            "tool": f"kernelscope {__version__}",
+            "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "inputs": [str(p) for p in r.inputs],
+            "kernel_filter": r.kernel,
+            "ceilings_file": self.ceilings.origin,
+            "hw_override": r.hw,
+            "achievable_file": None if r.achievable is None else str(r.achievable),
+            "bundles": {str(d): json.loads(m.to_json()) for d, m in self.manifests.items()},
+        }
+
+
+def analyze(req: AnalyzeRequest) -> Analysis:
+    """Every launch in the inputs, judged; a --kernel that matches nothing is an error."""
+    items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
+                                  achievable=req.achievable)
+    if not items:
+        raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
+                               f"{', '.join(map(str, req.inputs))}")
+    return Analysis(req, items, table, bundles(list(req.inputs)))
+
+
+def write_results(an: Analysis, out_dir: Path) -> list[Path]:
+    from .report.writers import to_csv, to_json
+
+    return write_files({"kernels.json": to_json(an.items, an.context()), "kernels.csv": to_csv(an.items)}, out_dir)
+
+
+def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
+    from .report.context import header
+
+    return header(an.manifests.values(), campaign, {a.record.device for a in an.items if a.record.device},
+                  {"ceilings": f"{an.ceilings.origin} ({an.items[0].hw_key})", "tool": f"kernelscope {__version__}",
+                   "inputs": ", ".join(p.name for p in an.request.inputs)})
+
+
+def report(req: AnalyzeRequest, out: Path, title: str | None = None,
+           campaign_config: Path | None = None) -> Path:
+    """The self-contained HTML report."""
+    from .campaign.store import read_config
+    from .report import roofline_data
+    from .report.html import render_html
+
+    an = analyze(req)
+    campaign = read_config(campaign_config) if campaign_config else None
+    title = title or f"kernelscope report: {len(an.items)} kernel launch(es)"
+    text = render_html(an.items, roofline_data.build(an.items, an.ceilings, req.hw), _header(an, campaign), title)
+    return write_file(text, out)
+
+
+def roofline(req: AnalyzeRequest, out: Path, title: str | None = None) -> Path:
+    from .report import roofline_data, roofline_plot
+
+    an = analyze(req)
+    title = title or f"roofline: {', '.join(p.name for p in req.inputs)}"[:120]
+    return roofline_plot.write(roofline_data.build(an.items, an.ceilings, req.hw), title, out)
+
+
+def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
+    from .report.internals import write
+
+    an = analyze(AnalyzeRequest((bundle,), hw=hw))
+    return write(bundle, an.items, "ncu via kernelscope", f"kernelscope {__version__}")
+
+
+def join(ncu: Path, nsys: Path | None, shares: Path | None, hw: str | None = None) -> list[joining.JoinRow]:
+    an = analyze(AnalyzeRequest((ncu,), hw=hw))
+    return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
+                        joining.read_shares(shares) if shares else {})
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    rows: list[diffing.DiffRow]
+    mismatches: list[str]
+
+
+def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False) -> DiffResult:
+    a, b = analyze(AnalyzeRequest((baseline,), hw=hw)), analyze(AnalyzeRequest((candidate,), hw=hw))
+    problems = diffing.mismatches(diffing.bundle_context(a.manifests.get(baseline), a.items),
+                                  diffing.bundle_context(b.manifests.get(candidate), b.items))
+    if problems and not allow_mismatch:
+        raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
+                               + "); pass --allow-mismatch to compare anyway")
+    return DiffResult(diffing.diff(a.items, b.items), problems)
+
+
+# -- campaigns -----------------------------------------------------------------------------------
+def campaign_import(root: Path, slug: str, cell_id: str, inputs: Sequence[Path], hw: str | None = None) -> Path:
+    from .campaign.cells import import_ncu
+
+    return import_ncu(root, slug, cell_id, [str(p) for p in inputs], hw=hw)
+
+
+def campaign_check(root: Path, slug: str) -> tuple[int, list[str], list[str]]:
+    """(cells, failures, notes)"""
+    from .campaign import check, store
+
+    cells = store.cells(root, slug)
+    failures, notes = check.check(store.load_config(root, slug), cells)
+    return len(cells), failures, notes
+
+
+def campaign_export(root: Path, slug: str, out_dir: Path) -> Path:
+    from .campaign.export import export_parquet
+
+    return export_parquet(root, slug, out_dir)
+
+
+def campaign_render(root: Path, slug: str, out: Path | None = None) -> Path:
+    from .campaign import store
+    from .campaign.cells import SOURCES
+
+    cells = store.cells(root, slug)
+    if not cells:
+        raise KernelscopeError(f"campaign {slug!r} has no cells to render")
+    sources = tuple(p for cid in cells for p in sorted((store.cell_dir(root, slug, cid) / SOURCES).iterdir()))
+    home = store.campaign_dir(root, slug)
+    return report(AnalyzeRequest(sources), out or home / "report.html", f"campaign {slug}: {len(cells)} cell(s)",
+                  home / "config.yaml")
+
+
+# -- capture -------------------------------------------------------------------------------------
+def find_ncu(explicit: str | None) -> str:
+    for candidate in (explicit, shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    raise KernelscopeError("ncu not found: put it on PATH or pass --ncu PATH")
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    plan: CapturePlan
+    out: Path
+    command: tuple[str, ...]
+    ncu: str | None = None
+    dry_run: bool = False
+    allow_unscoped: bool = False
+    force: bool = False
+    timeout: float = 600.0
+    context: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    findings: list[Finding]
+    dry_run: list[str] | None = None  # the exact ncu command lines, when nothing ran
+    manifest: BundleManifest | None = None
+    out: Path | None = None
+    analytic: Analytic | None = None  # a harness op's analytic work
+
+
+def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[CapturePlan, list[Finding]]:
+    plan, findings = lint(plan)
+    plan = validate(plan, POLICIES["local"], allow_unscoped=allow_unscoped, force=force)
+    if plan.attach is None and not plan.target:
+        raise PlanError("give either a program after -- or --attach HOST:PORT")
+    if plan.attach is not None and plan.target:
+        raise PlanError("give a program after -- or --attach HOST:PORT, not both")
+    if plan.attach is not None:
+        plan = one_session(plan, "attach (a launched process takes one attach session, ncu 2025.3.1)")
+    return plan, findings
+
+
+def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
+    """The exact argv of every ncu run, one per line, shell-quoted for reading only (secrets masked)."""
+    from .capture.bundle import report_stem
+
+    env = " ".join(shlex.quote(a) for a in redact.argv([f"{k}={v}" for k, v in plan.env]))
+    lines = []
+    for unit in plan.units():
+        argv = capture_argv(plan, unit, str(out / f"{report_stem(unit.kernel_filter, unit.index)}.ncu-rep"), ncu)
+        lines.append((f"env {env} " if env else "") + shlex.join(redact.argv(argv)))
+    return lines
+
+
+def _check_flags(plan: CapturePlan, info: NcuInfo) -> None:
+    unit = plan.units()[0]
+    argv = capture_argv(plan, unit, "r.ncu-rep", info.path)
+    options = argv[: len(argv) - len(plan.target)] if plan.target else argv
+    missing = unsupported_flags(options, info.help_text)
+    if missing:
+        raise KernelscopeError(f"{info.path} {info.version} lacks {', '.join(missing)}: refusing to run")
+
+
+def capture(req: CaptureRequest, progress: Progress = lambda _: None,
+            analytic: Analytic | None = None) -> CaptureResult:
+    plan, findings = prepare(req.plan, req.allow_unscoped, req.force)
+    if req.dry_run:
+        return CaptureResult(findings, dry_run=dry_run_lines(plan, req.out, req.ncu or shutil.which("ncu") or "ncu"),
+                             analytic=analytic)
+    info = probe(find_ncu(req.ncu))
+    _check_flags(plan, info)
+    transport = LocalProcess() if plan.attach is None else AttachSession(plan.attach.host, plan.attach.port)
+    if isinstance(transport, AttachSession) and not transport.listening():
+        raise engine.CaptureError(f"nothing listens on {transport.host}:{transport.port} after "
+                                  f"{transport.listen_wait:.0f} s", diagnose("No attachable process found"))
+    app_cuda = dict(plan.env).get("CUDA_VERSION") or os.environ.get("CUDA_VERSION")  # set by NVIDIA's images
+    ctx = engine.Context(command=req.command, ncu=NcuFacts(info.path, info.version), analytic=analytic,
+                         user=req.context, app_cuda=app_cuda)
+    manifest = engine.run(plan, req.out, transport, ctx, req.timeout, progress)
+    return CaptureResult(findings, manifest=manifest, out=req.out, analytic=analytic)
+
+
+@dataclass(frozen=True)
+class OpRequest:
+    harness: argparse.Namespace  # parsed by a parser that called capture.harness.add_op_arguments
+    kernel: str | None
+    capture: CaptureRequest  # its plan's kernels, window and target are filled in here
+
+
+def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
+    """The single-op harness as the program; the capture skips exactly its warm-up launches."""
+    from .capture.harness import KERNELS, harness_argv, work
+
+    h = req.harness
+    if h.op == "callable" and not req.kernel:
+        raise PlanError("op callable needs --kernel (the name or regex:PART of the kernel it launches)")
+    if h.warmup < 0 or h.iters < 1:
+        raise PlanError("--warmup must be >= 0 and --iters >= 1")
+    target = (sys.executable, "-m", "kernelscope.capture.harness", *harness_argv(h))
+    plan = replace(req.capture.plan, kernels=(req.kernel or KERNELS[h.op],), launch_skip=h.warmup, launch_count=1,
+                   target=target)
+    return capture(replace(req.capture, plan=plan), progress, analytic=work(h))
+
+
+def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False) -> list[str]:
+    """The `ncu --mode launch` command; run it (exec: signals reach ncu) unless dry_run."""
+    if not target:
+        raise PlanError("give the program to launch after --")
+    argv = launch_argv(list(target), port, ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu))
+    if not dry_run:
+        _exec(argv)
+    return argv
+
+
+def _exec(argv: list[str]) -> NoReturn:
+    sys.stderr.flush()
+    os.execvp(argv[0], argv)
+
+
+def ceilings_measure(out: Path, hw: str | None) -> str:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise KernelscopeError("ceilings measure needs PyTorch with CUDA on this machine (torch is not installed)")
+    from .capture.measure import measure
+
+    text = measure(hw)
+    write_file(text, out)
+    return text
+
+
+def parse_context(pairs: Sequence[str]) -> dict[str, str]:
+    """--context model=llama-3-8b --context parallelism=tp2 -> {model: ..., parallelism: ...}"""
+    out = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip():
+            raise InputError(pair, "--context takes KEY=VALUE (e.g. model=llama-3-8b)")
+        out[key.strip()] = value
+    return out
+
+
+
+# -- Kubernetes ----------------------------------------------------------------------------------
+def k8s_inspect(namespace: str, target: str, tools_image: str, container: str | None = None,
+                strategy: Strategy | None = None, grant_cap: bool = False) -> Inspection:
+    from .k8s.inspect import inspect
+    from .k8s.kubectl import Kube
+
+    return inspect(Kube(namespace), target, tools_image, container, strategy, grant_cap)
+
+
+def k8s_capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
+    from .k8s.capture import capture as run_k8s
+
+    return run_k8s(req, say)
+
+
+def k8s_cleanup(namespace: str, release: str | None, expired: bool, timeout: float) -> list[str]:
+    import time
+
+    from .k8s.capture import cleanup
+
+    return cleanup(namespace, release, expired, timeout, time.time())

@@ -1,0 +1,156 @@
+"""The one capture engine: plan -> run -> wait for a complete report -> export -> record, the same
+for a local program, an attach session and a Kubernetes pod (the transport is the only variation).
+
+Each capture unit (one ncu run) is recorded whether it worked or not. The bundle keeps the units
+that produced a report and says why the others failed; it is written only if at least one worked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import __version__, redact
+from ..errors import KernelscopeError
+from ..ingest import read_file
+from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping
+from ..ncu.argv import capture_argv, import_argv, listing_argv
+from ..ncu.plan import CapturePlan, CaptureUnit
+from .bundle import publish, report_stem, staging
+from .diagnose import Diagnosis, diagnose, unmatched_kernels
+from .transport import CaptureTransport, LocalProcess, Progress
+
+PASSES = re.compile(r"- (\d+) pass(?:es)?")
+PROFILED = re.compile(r'Profiling (?:on device \d+ : )?"([^"]+)"')
+EXPORTS = (("raw", None, "raw"), ("details", "SpeedOfLight", "sol"))
+
+
+class CaptureError(KernelscopeError):
+    """No unit produced a report: nothing was written; the causes say why."""
+
+    def __init__(self, message: str, diagnoses: Sequence[Diagnosis]) -> None:
+        lines = [message] + [f"  cause: {d.cause}: {d.explanation}\n  fix: {d.fix}" for d in diagnoses]
+        super().__init__("\n".join(lines))
+        self.diagnoses = list(diagnoses)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine records besides the plan: who asked, for what, where."""
+
+    command: tuple[str, ...]
+    ncu: NcuFacts
+    analytic: Analytic | None = None
+    kubernetes: KubeContext | None = None
+    user: Mapping[str, str] = field(default_factory=dict)  # --context model=... etc.
+    app_cuda: str | None = None  # the application's CUDA version, when known (skew diagnosis)
+    commands_run: Sequence[CommandRun] = ()  # a live list: read when the bundle is written
+    extras: Callable[[], Mapping[str, str]] | None = None  # more files for the bundle (e.g. the sister's values)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureTransport, ctx: Context,
+          timeout: float, progress: Progress) -> tuple[CaptureRecord, list[Diagnosis]]:
+    stem = report_stem(unit.kernel_filter, unit.index)
+    local = stage / f"{stem}.ncu-rep"
+    remote = transport.report_path(local)
+    argv = capture_argv(plan, unit, remote, ctx.ncu.path)
+    shown = [a.replace(str(stage), "<bundle>") for a in redact.argv(argv)]
+    env = {**os.environ, **dict(plan.env)}
+    progress(f"ncu {unit.kernel_filter or 'all kernels'} ({unit.index}/{len(plan.units())})")
+    outcome = transport.capture(argv, remote, local, env, timeout, progress)
+    (stage / f"{stem}.log").write_text(redact.text(outcome.output))
+    profiled = tuple(PROFILED.findall(outcome.output))
+    base = dict(kernel_filter=unit.kernel_filter, kernels=unit.kernels, ncu_argv=tuple(shown),
+                exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
+                profiled=profiled, wall_s=round(outcome.wall_s, 2))
+    if not outcome.complete:
+        found = diagnose(outcome.output, plan.target, transport.gpu_facts().driver_cuda_version, ctx.app_cuda,
+                         unit.kernel_filter, plan.launch_skip)
+        causes = {d.cause for d in found}
+        # ncu lists only the kernels its filter did not match, so "matched nothing" may really be "every match
+        # was skipped": a listing pass (profiles nothing, reruns the program) tells them apart
+        if isinstance(transport, LocalProcess) and plan.target and (
+                not causes & {"filter-matched-nothing", "skipped-by-launch-skip"}
+                or ("filter-matched-nothing" in causes and plan.launch_skip > 0)):
+            _, listing = transport.run(listing_argv(plan, ctx.ncu.path), timeout)
+            listed = [d for d in diagnose(listing, plan.target, kernel_filter=unit.kernel_filter,
+                                          launch_skip=plan.launch_skip)
+                      if d.cause in ("filter-matched-nothing", "skipped-by-launch-skip")]
+            if listed:
+                found = [d for d in found if d.cause != "filter-matched-nothing"] + listed
+        tail = "" if found else "; ncu said: " + " | ".join(outcome.output.strip().splitlines()[-4:])
+        error = f"ncu profiled no kernel for --kernel {unit.kernel_filter!r} (exit {outcome.exit_code}){tail}"
+        return CaptureRecord(report=None, error=redact.text(error), causes=tuple(d.cause for d in found),
+                             **base), found  # type: ignore[arg-type]
+    exports = {}
+    for page, section, suffix in EXPORTS:
+        code, text = transport.run(import_argv(remote, page, ctx.ncu.path, section), timeout)
+        if code == 0 and text.strip():
+            name = f"{stem}-{suffix}.csv"
+            (stage / name).write_text(text)
+            exports[page if section is None else f"{page}:{section}"] = name
+    profiled = tuple(k.name for k in read_file(local))  # what the report holds, not what ncu printed
+    base["profiled"] = profiled
+    missing = unmatched_kernels(unit.kernels, profiled)
+    found = []
+    if missing:
+        found = [Diagnosis("launch-count-used-up",
+                           f"one session covered {len(unit.kernels)} kernels and its {unit.launch_count} launches "
+                           f"went to others; not captured: {', '.join(missing)}",
+                           "raise --launch-count, or capture these kernels on their own")]
+    return CaptureRecord(report=f"{stem}.ncu-rep", exports=exports, causes=tuple(d.cause for d in found),
+                         error=found[0].explanation if found else None, **base), found  # type: ignore[arg-type]
+
+
+def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context, timeout: float = 600.0,
+        progress: Progress = lambda _: None) -> BundleManifest:
+    """Capture every unit of the plan into the bundle `out`. Returns its manifest (whose `failed`
+    lists the units that did not work); raises CaptureError, writing nothing, if none worked."""
+    started = _now()
+    with staging(out) as stage:
+        records: list[CaptureRecord] = []
+        causes: list[Diagnosis] = []
+        for unit in plan.units():
+            try:
+                record, found = _unit(plan, unit, stage, transport, ctx, timeout, progress)
+            finally:
+                transport.end_unit()
+            records.append(record)
+            causes += found
+        if not any(r.report for r in records):
+            raise CaptureError("; ".join(r.error or "no report" for r in records), causes)
+        manifest = BundleManifest(
+            tool=f"kernelscope {__version__}",
+            command=tuple(redact.argv(ctx.command)),
+            target=tuple(redact.argv(plan.target)),
+            transport=transport.kind,
+            ncu=ctx.ncu,
+            gpu=transport.gpu_facts(),
+            metric_set=plan.metric_set,
+            addons=tuple(plan.addons),
+            scoping=Scoping(kernels=plan.kernels, launch_skip=plan.launch_skip, launch_count=plan.launch_count,
+                            replay_mode=plan.replay_mode, graph_profiling=plan.graph_profiling,
+                            target_processes=plan.target_processes, clock_control=plan.clock_control,
+                            filter_mode=plan.filter_mode),
+            env_keys_set=tuple(sorted(k for k, _ in plan.env)),
+            started_at=started,
+            finished_at=_now(),
+            captures=tuple(records),
+            notes=plan.notes,
+            analytic=ctx.analytic,
+            kubernetes=ctx.kubernetes,
+            commands_run=tuple(ctx.commands_run),
+            context=dict(ctx.user),
+        )
+        for name, text in (ctx.extras() if ctx.extras else {}).items():
+            (stage / name).write_text(text)
+        publish(stage, manifest, out)
+    return manifest

@@ -1,0 +1,130 @@
+"""Files in and out. Outputs appear whole or not at all (a temp name beside the target, then a
+rename), never replace a device, FIFO or socket, and leave no temp file behind on any error. Inputs
+are read only from regular files and only up to a size limit, so a FIFO cannot hang a run and
+/dev/zero cannot fill memory."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError, KernelscopeError
+
+MAX_INPUT_BYTES = 4 << 30  # a report larger than 4 GiB is refused before it is read
+
+
+def _umask_mode() -> int:
+    """mkstemp makes 0600 files; published outputs get the usual 0666 & ~umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def check_output_path(out: Path) -> None:
+    """Refuse to replace anything that is not a regular file (e.g. `--out /dev/null` as root)."""
+    try:
+        mode = out.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise KernelscopeError(f"{out}: cannot write here ({exc.strerror})") from exc
+    if stat.S_ISDIR(mode):
+        raise KernelscopeError(f"{out}: is a directory; give a file name")
+    if not stat.S_ISREG(mode):
+        raise KernelscopeError(f"{out}: not a regular file (device, FIFO, socket or link); refusing to replace it")
+
+
+def write_files(files: Mapping[str, str | bytes], out_dir: Path) -> list[Path]:
+    """Write every file under a temp name in `out_dir`, then rename each into place."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KernelscopeError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from exc
+    for name in files:
+        check_output_path(out_dir / name)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, data in files.items():
+            fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+            staged.append((name, Path(temp)))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode() if isinstance(data, str) else data)
+            os.chmod(temp, _umask_mode())
+        for name, path in staged:
+            os.replace(path, out_dir / name)
+        return [out_dir / name for name, _ in staged]
+    except OSError as exc:
+        raise KernelscopeError(f"{out_dir}: cannot write output ({exc.strerror or exc})") from exc
+    finally:
+        for _, path in staged:
+            path.unlink(missing_ok=True)
+
+
+def write_file(data: str | bytes, out: Path) -> Path:
+    """One file, written beside its final name and renamed into place."""
+    return write_files({out.name: data}, out.parent)[0]
+
+
+def regular_file(path: Path, what: str = "file") -> os.stat_result:
+    """The stat of `path`, which must be a regular file (no FIFO, device or socket)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError as exc:
+        raise InputError(path, "no such file or directory") from exc
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(path, f"not a regular {what} (device, FIFO or socket)")
+    return st
+
+
+def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> bytes:
+    """The whole file, if it is a regular file no larger than `limit` bytes."""
+    st = regular_file(path, what)
+    if st.st_size > limit:
+        raise InputError(path, f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror})") from exc
+    if len(data) > limit:
+        raise InputError(path, f"{what} grew past the {limit:,}-byte limit while being read")
+    return data
+
+
+def read_text(path: Path, limit: int = 64 << 20, what: str = "file") -> str:
+    """A UTF-8 text file (a BOM is dropped), bounded like `read_bytes`."""
+    data = read_bytes(path, limit, what)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from exc
+
+
+class _PlainYamlLoader(yaml.SafeLoader):
+    """Safe YAML without anchors and aliases: a 538-byte file of nested aliases can otherwise
+    expand to gigabytes ("billion laughs"); kernelscope's YAML files never need them."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed here", event.start_mark)
+        return super().compose_node(parent, index)  # type: ignore[arg-type]
+
+
+def load_yaml(path: Path, what: str, limit: int = 1 << 20) -> Any:
+    """A small YAML file (config, ceilings): bounded, UTF-8, no aliases, one clear error if bad."""
+    text = read_text(path, limit, what)
+    try:
+        return yaml.load(text, Loader=_PlainYamlLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(path, f"{what} is not valid YAML{where} ({getattr(exc, 'problem', None) or exc})") from exc

@@ -1,0 +1,220 @@
+"""`kernelscope k8s capture`: inspect, enforce the policy, then run the capture engine through the
+pod transport, with cleanup on every exit: an error, Ctrl-C, SIGTERM or SIGHUP (a cancelled CI
+job, a closed terminal, `timeout`). A second interrupt during cleanup is ignored, with a message
+naming `kernelscope k8s cleanup`, so a release is never left half-uninstalled."""
+
+from __future__ import annotations
+
+import json
+import signal
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ..capture import engine
+from ..capture.bundle import report_stem
+from ..capture.transport import Progress
+from ..errors import KubeError, PlanError
+from ..manifest import KubeContext, NcuFacts
+from ..ncu.argv import capture_argv
+from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
+from . import sister
+from .inspect import Inspection, Strategy, inspect
+from .kubectl import Kube
+from .transport import PodTransport, Warmup
+
+
+class Interrupted(BaseException):
+    """A signal asked us to stop: clean up, then exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def signals_clean_up(say: Progress) -> Iterator[Callable[[], None]]:
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted (so `finally` blocks clean up); the yielded
+    function switches to cleanup mode, where a further signal is reported and ignored."""
+    names = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.getsignal(s) for s in names}
+
+    def ignore(signum: int, _frame: FrameType | None) -> None:
+        say(f"{signal.Signals(signum).name} ignored: cleaning up (if this is stuck, run `kernelscope k8s cleanup`)")
+
+    def cleaning() -> None:
+        for s in names:
+            signal.signal(s, ignore)
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        cleaning()  # from the first signal on, a second one cannot cut the cleanup short
+        raise Interrupted(signum)
+
+    for s in names:
+        signal.signal(s, interrupt)
+    try:
+        yield cleaning
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@dataclass(frozen=True)
+class K8sCaptureRequest:
+    namespace: str
+    target: str
+    plan: CapturePlan
+    out: Path
+    command: tuple[str, ...]
+    tools_image: str = sister.DEFAULT_TOOLS_IMAGE
+    ncu_home: str = sister.DEFAULT_NCU_HOME
+    ncu_in_image: str | None = None
+    pull_secret: str | None = None
+    release: str | None = None
+    container: str | None = None
+    entrypoint: tuple[str, ...] | None = None
+    strategy: Strategy | None = None
+    pod_per_kernel: bool = False
+    grant_profiling_cap: bool = False
+    warmup_requests: int = 0
+    warmup_path: str = "/v1/completions"
+    warmup_port: int | None = None  # default: the server's --port, its containerPort, else 8000
+    warmup_body: str | None = None
+    dry_run: bool = False
+    timeout: float = 600.0
+    ttl_s: int = 3600
+    context: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class K8sCaptureResult:
+    inspection: Inspection
+    policy: str
+    plan: CapturePlan
+    release: str
+    steps: list[tuple[bool, str]]  # every kubectl/helm step (changes the cluster?, command line)
+    values: dict[str, Any] | None  # the first sister's values, secrets redacted
+    out: Path | None
+    failed: list[str]
+
+
+def _body(ins: Inspection, body: str | None) -> str:
+    """vLLM's completions endpoint wants the served model name."""
+    if body:
+        return body
+    from .inspect import option
+
+    args = [*ins.command, *ins.args]
+    model = option(args, "--served-model-name") or option(args, "--model")
+    if model is None and ins.command[-1:] == ["serve"] and ins.args:
+        model = ins.args[0]
+    return json.dumps({"prompt": "Hello, my name is", "max_tokens": 32, **({"model": model} if model else {})})
+
+
+def plan_for(ins: Inspection, req: K8sCaptureRequest) -> tuple[CapturePlan, str]:
+    policy = POLICIES["single-replica" if ins.replicas <= 1 else "multi-replica"]
+    plan = validate(req.plan, policy)
+    if not plan.kernels:
+        raise PlanError("no --kernel or --kernel-set: an unscoped capture of a live deployment is refused")
+    if ins.strategy == "wrap":
+        plan = replace(plan, target=tuple(ins.serving_command(list(req.entrypoint) if req.entrypoint else None)),
+                       target_processes="all")
+        if ins.tensor_parallel > 1:
+            plan = replace(plan, filter_mode="per-gpu").with_notes(
+                f"{ins.tensor_parallel} GPU worker processes: --filter-mode per-gpu, so the launch window applies "
+                "on each GPU (one capture per rank)")
+    else:
+        plan = replace(plan, attach=Attach("127.0.0.1", 49152), target=())
+    if not req.pod_per_kernel:
+        plan = one_session(plan, f"{ins.strategy}: one sister pod (one model load) runs one ncu")
+    return plan, policy.name
+
+
+def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
+    kube = Kube(req.namespace, dry_run=req.dry_run, timeout=req.timeout)
+    ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap)
+    if ins.blocked():
+        raise PlanError("refusing to capture: " + "; ".join(f.message for f in ins.blocked()))
+    plan, policy = plan_for(ins, req)
+    capture_id = uuid.uuid4().hex[:8]
+    release = req.release or f"ks-{ins.deployment[:38].rstrip('-.')}-{capture_id}"
+    opts = sister.SisterOptions(release=release, capture_id=capture_id, tools_image=req.tools_image,
+                                ncu_home=req.ncu_home, ncu_in_image=req.ncu_in_image, pull_secret=req.pull_secret,
+                                grant_profiling_cap=req.grant_profiling_cap, ttl_s=req.ttl_s)
+    warmup = Warmup(req.warmup_requests, req.warmup_port or ins.server_port, req.warmup_path,
+                    _body(ins, req.warmup_body)) \
+        if req.warmup_requests else None
+    serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
+        else []
+    transport = PodTransport(kube, ins, opts, serving, warmup, say)
+    ncu = opts.ncu if ins.strategy != "direct" else (req.ncu_in_image or "ncu")
+    kctx = KubeContext(namespace=req.namespace, deployment=ins.deployment, replicas=ins.replicas,
+                       container=ins.container, image=ins.image, node=ins.node, production_pod=ins.pod,
+                       strategy=ins.strategy, release=None if ins.strategy == "direct" else release,
+                       tools_image=req.tools_image, capture_id=capture_id, tensor_parallel=ins.tensor_parallel)
+    out: Path | None = None
+    failed: list[str] = []
+    with signals_clean_up(say) as cleaning:
+        try:
+            if req.dry_run:
+                _dry_run(plan, transport, ncu, say)
+            else:
+                ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx,
+                                     user=req.context, app_cuda=ins.app_cuda, commands_run=kube.log_view(),
+                                     extras=transport.extra_files)
+                manifest = engine.run(plan, req.out, transport, ctx, req.timeout, say)
+                out = req.out
+                failed = [c.error or "" for c in manifest.failed]
+        finally:
+            cleaning()
+            problems = transport.cleanup()
+            if problems:
+                say("cleanup problems: " + "; ".join(problems) + f" — run `kernelscope k8s cleanup -n {req.namespace} "
+                    f"--release {release}`")
+    values = sister.redacted(transport.values) if transport.values else None
+    return K8sCaptureResult(ins, policy, plan, release, [(s.mutates, s.line()) for s in kube.steps], values, out,
+                            failed)
+
+
+def _dry_run(plan: CapturePlan, transport: PodTransport, ncu: str, say: Progress) -> None:
+    """Every step recorded, none that changes the cluster run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for unit in plan.units():
+            local = Path(tmp) / f"{report_stem(unit.kernel_filter, unit.index)}.ncu-rep"
+            remote = transport.report_path(local)
+            transport.capture(capture_argv(plan, unit, remote, ncu), remote, local, {}, 0.0, say)
+            transport.end_unit()
+
+
+def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, now: float) -> list[str]:
+    """Remove our sisters: one release, every expired one, or (neither given) every one of ours."""
+    kube = Kube(namespace, timeout=timeout)
+    listed = kube.h("list", "-q", "-l", f"{sister.OWNER_LABEL}={sister.OWNER}", "--deployed", "--failed",
+                    "--pending", "--uninstalling", "--superseded", mutates=False) or ""
+    ours = [r for r in listed.split() if r]
+    pods = kube.get_json("pods", "-l", f"{sister.OWNER_LABEL}={sister.OWNER}").get("items", [])
+    expiry = {p["metadata"]["name"]: int(p["metadata"].get("labels", {}).get(sister.EXPIRES_LABEL, "0") or 0)
+              for p in pods}
+    if release is not None:
+        if release not in ours:
+            raise KubeError(f"release {release} is not one of kernelscope's sisters in {namespace}; not touching it")
+        targets = [release]
+    elif expired:
+        targets = [r for r in ours if expiry.get(r, 0) and expiry[r] <= now]
+    else:
+        targets = ours
+    removed = []
+    for r in targets:
+        kube.h("uninstall", r, "--ignore-not-found", "--wait", "--timeout", f"{int(timeout)}s", timeout=timeout + 30)
+        removed.append(r)
+    orphans = [n for n, t in expiry.items() if n not in ours and (release is None or n == release)
+               and (not expired or (t and t <= now))]
+    for pod in orphans:  # a sister whose helm record is gone
+        kube.k("delete", "pod", pod, "--ignore-not-found", "--wait=true", mutates=True)
+        removed.append(f"pod/{pod}")
+    return removed

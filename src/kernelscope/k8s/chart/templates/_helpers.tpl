@@ -1,4 +1,0 @@
-{{- define "sister.labels" -}}
-app.kubernetes.io/name: kernelscope-sister
-app.kubernetes.io/instance: {{ .Release.Name }}
-{{- end -}}

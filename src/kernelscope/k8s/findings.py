@@ -1,0 +1,33 @@
+"""What inspect and preflight report: one finding per check, with its level and evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Level = Literal["ok", "info", "warn", "block"]
+GPU = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    level: Level
+    message: str
+    evidence: str
+
+
+def as_int(text: Any, default: int = 0) -> int:
+    try:
+        return int(str(text))
+    except (TypeError, ValueError):
+        return default
+
+
+def gpu_request(container: dict[str, Any]) -> int:
+    res = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        value = (res.get(part) or {}).get(GPU)
+        if value is not None:
+            return as_int(value)
+    return 0

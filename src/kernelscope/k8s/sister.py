@@ -1,0 +1,134 @@
+"""The sister pod: the production pod template copied whole and patched, never rebuilt from a
+subset, so it mounts the same model volume, /dev/shm, env and envFrom (secrets by reference),
+service account, runtime class, scheduling, init containers and pull secrets as production.
+
+Patched: our labels only (the production Service never selects it), a capture id and an expiry
+(activeDeadlineSeconds, and a label `k8s cleanup --expired` honours), restartPolicy Never, the
+other profiler's injection env removed, liveness/startup probes relaxed for the capture window,
+ncu copied in by an init container from the tools image, the GPU container's command replaced by
+the capture's, and a tools sidecar (tar for `kubectl cp`, ncu for exports) sharing the reports.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import redact
+from .inspect import INJECTION_ENV, Inspection
+from .kubectl import check_name
+
+OWNER_LABEL, OWNER = "kernelscope.dev/owner", "kernelscope"
+CAPTURE_LABEL = "kernelscope.dev/capture-id"
+EXPIRES_LABEL = "kernelscope.dev/expires"  # unix seconds
+SISTER_OF_LABEL = "kernelscope.dev/sister-of"
+NCU_DIR = "/kernelscope/ncu"
+REPORTS = "/kernelscope/reports"
+TOOLS = "kernelscope-tools"
+INSTALL = "kernelscope-ncu-install"
+NCU_VOLUME, REPORTS_VOLUME = "kernelscope-ncu", "kernelscope-reports"
+DEFAULT_TOOLS_IMAGE = "kernelscope-tools:ncu-2025.3.1"
+DEFAULT_NCU_HOME = "/opt/nvidia/nsight-compute/2025.3.1"
+PROBES = ("livenessProbe", "startupProbe")
+
+
+@dataclass(frozen=True)
+class SisterOptions:
+    release: str
+    capture_id: str
+    tools_image: str = DEFAULT_TOOLS_IMAGE
+    ncu_home: str = DEFAULT_NCU_HOME  # where ncu lives in the tools image (copied into the sister)
+    ncu_in_image: str | None = None  # or: an ncu already in the serving and tools images (no copy)
+    pull_secret: str | None = None
+    grant_profiling_cap: bool = False
+    ttl_s: int = 3600
+
+    @property
+    def ncu(self) -> str:
+        """The ncu binary inside the sister's containers."""
+        return self.ncu_in_image or f"{NCU_DIR}/ncu"
+
+
+def labels(ins: Inspection, opts: SisterOptions, now: float | None = None) -> dict[str, str]:
+    expires = int((now or time.time()) + opts.ttl_s)
+    return {"app.kubernetes.io/name": "kernelscope-sister", "app.kubernetes.io/instance": opts.release,
+            OWNER_LABEL: OWNER, CAPTURE_LABEL: opts.capture_id, EXPIRES_LABEL: str(expires),
+            SISTER_OF_LABEL: ins.deployment[:63].rstrip("-.")}
+
+
+def _relax(probe: dict[str, Any], window_s: int) -> dict[str, Any]:
+    """Keep the probe, but let it fail for the whole capture window before the kubelet acts."""
+    period = int(probe.get("periodSeconds", 10))
+    probe["failureThreshold"] = max(int(probe.get("failureThreshold", 3)), math.ceil(window_s / max(period, 1)))
+    return probe
+
+
+def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = copy.deepcopy(ins.template["spec"])
+    spec["restartPolicy"] = "Never"
+    spec["activeDeadlineSeconds"] = opts.ttl_s
+    spec.pop("nodeName", None)
+    if ins.pin_node:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), "kubernetes.io/hostname": ins.pin_node}
+    secrets = [s for s in spec.get("imagePullSecrets") or [] if s.get("name") != opts.pull_secret]
+    spec["imagePullSecrets"] = secrets + ([{"name": opts.pull_secret}] if opts.pull_secret else [])
+    if not spec["imagePullSecrets"]:
+        del spec["imagePullSecrets"]
+    spec["volumes"] = [*(spec.get("volumes") or []), {"name": REPORTS_VOLUME, "emptyDir": {}}]
+    mounts = [{"name": REPORTS_VOLUME, "mountPath": REPORTS}]
+    if not opts.ncu_in_image:
+        spec["volumes"].append({"name": NCU_VOLUME, "emptyDir": {}})
+        mounts.append({"name": NCU_VOLUME, "mountPath": NCU_DIR})
+        spec["initContainers"] = [*(spec.get("initContainers") or []), {
+            "name": INSTALL, "image": opts.tools_image,
+            "command": ["cp", "-a", f"{opts.ncu_home.rstrip('/')}/.", f"{NCU_DIR}/"],
+            "volumeMounts": [{"name": NCU_VOLUME, "mountPath": NCU_DIR}]}]
+    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
+        if "env" in c:
+            c["env"] = [e for e in c["env"] if e.get("name") != INJECTION_ENV]
+    for c in spec["containers"]:
+        for probe in PROBES:
+            if probe in c:
+                c[probe] = _relax(c[probe], opts.ttl_s)
+        if c.get("name") != ins.container:
+            continue
+        c["command"] = list(gpu_command)
+        c.pop("args", None)
+        c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts]
+        if opts.grant_profiling_cap:
+            sc = c.setdefault("securityContext", {})
+            caps = sc.setdefault("capabilities", {})
+            caps["add"] = sorted({*caps.get("add", []), "SYS_ADMIN"})
+    spec["containers"].append({
+        "name": TOOLS, "image": opts.tools_image, "command": ["sleep", str(opts.ttl_s)],
+        "volumeMounts": mounts, "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}})
+    return spec
+
+
+def values(ins: Inspection, opts: SisterOptions, gpu_command: list[str], now: float | None = None) -> dict[str, Any]:
+    """Helm values for templates/pod.yaml."""
+    check_name("release", opts.release)
+    annotations = dict(ins.template.get("metadata", {}).get("annotations") or {})
+    return {"labels": labels(ins, opts, now), "annotations": annotations, "spec": pod_spec(ins, opts, gpu_command)}
+
+
+def redacted(vals: dict[str, Any]) -> dict[str, Any]:
+    """The values as they may be written or printed: literal values of secret-looking env masked
+    (secretKeyRef and other references carry no value and stay), commands' secrets masked."""
+    out = copy.deepcopy(vals)
+    for c in [*(out["spec"].get("initContainers") or []), *(out["spec"].get("containers") or [])]:
+        if "env" in c:
+            c["env"] = redact.env_entries(c["env"])
+        for key in ("command", "args"):
+            if key in c:
+                c[key] = redact.argv([str(x) for x in c[key]])
+    return out
+
+
+def chart_path() -> str:
+    from importlib import resources
+
+    return str(resources.files(__package__).joinpath("chart"))

@@ -1,0 +1,285 @@
+"""The capture engine's Kubernetes transport: ncu runs in a pod, reports come back with `kubectl cp`.
+
+- wrap (default): a sister pod runs the serving command under a scoped `ncu --target-processes all`
+  (every tensor-parallel rank is covered; no TCP session); the report lands in an emptyDir that the
+  sister's tools sidecar shares, and exports run there.
+- attach: a sister holds a single-process server under `ncu --mode launch`; the tools sidecar runs
+  `ncu --mode attach` to 127.0.0.1.
+- direct: the production pod itself, already attachable; a debug container attaches, and at the
+  end kernelscope ends the in-pod ncu and the container's sleep by pid, so nothing stays running.
+
+Each capture unit gets its own sister (a launched process takes one attach session; a wrapped pod
+runs one ncu); the sister is uninstalled when the unit ends, and on any failure or signal.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..capture.bundle import parse_gpu_facts
+from ..capture.transport import Outcome, Progress, complete_report
+from ..errors import KubeError
+from ..manifest import GpuFacts, Transport
+from ..ncu.argv import launch_argv
+from . import sister, watch
+from .inspect import INJECTION_ENV, Inspection
+from .kubectl import Kube, Step
+
+POLL_S = 2.0
+PIDFILE = "/tmp/kernelscope-ncu.pid"
+# constant scripts: user values only ever arrive as their positional arguments ("$@", "$1")
+RECORD_PID_AND_EXEC = 'echo $$ > "$0"; exec "$@"'
+SLEEP_WITH_PID = 'sleep "$1" & echo $! > "$0"; wait'
+KILL_PIDFILES = 'for f in "$@"; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done; true'
+POST_PY = ("import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode(), "
+           "headers={'Content-Type': 'application/json'}), timeout=120); print(r.status)")
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """OpenAI-style requests sent to the sister itself (from inside its pod, to 127.0.0.1)."""
+
+    requests: int
+    port: int
+    path: str = "/v1/completions"
+    body: str = '{"prompt": "hello", "max_tokens": 16}'
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+
+class PodTransport:
+    kind: Transport = "pod"
+
+    def __init__(self, kube: Kube, ins: Inspection, opts: sister.SisterOptions, serving: Sequence[str],
+                 warmup: Warmup | None, say: Progress) -> None:
+        self.kube, self.ins, self.opts, self.serving = kube, ins, opts, list(serving)
+        self.warmup, self.say = warmup, say
+        self.strategy = ins.strategy
+        self.pod: str | None = None  # the pod ncu runs in, for this unit
+        self.tools: str = sister.TOOLS
+        self.installed: list[str] = []  # releases not yet uninstalled
+        self.session: subprocess.Popen[str] | None = None
+        self.debug_container: str | None = None
+        self.facts: GpuFacts | None = None
+        self.values: dict[str, Any] | None = None  # the last sister's values (for the bundle, redacted)
+        self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
+        self.unit = 0
+
+    # -- the engine's protocol -------------------------------------------------------------------
+    def report_path(self, local: Path) -> str:
+        base = sister.REPORTS if self.strategy != "direct" else "/tmp/kernelscope"
+        return f"{base}/{local.name}"
+
+    def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,
+                progress: Progress) -> Outcome:
+        t0 = time.monotonic()
+        self.unit += 1
+        if self.strategy == "direct":
+            self._debug_container()
+        else:
+            command = argv if self.strategy == "wrap" else launch_argv(self.serving, ncu=self.opts.ncu)
+            self._install(command)
+        complete, output = self._wait(argv, remote, local, t0 + timeout, progress)
+        return Outcome(None, output, complete, time.monotonic() - t0)
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        """A command in the tools sidecar (or the debug container): exports, nvidia-smi."""
+        if self.pod is None:
+            return 127, ""
+        step = self.kube.k("exec", self.pod, "-c", self.tools, "--", *argv, check=False, defer=True, timeout=timeout)
+        code = self.kube.steps[-1].exit_code
+        return (0 if code is None else code), step or ""
+
+    def gpu_facts(self) -> GpuFacts:
+        return self.facts or GpuFacts()
+
+    def extra_files(self) -> dict[str, str]:
+        """What the bundle keeps of the sister: its values (secrets redacted) and the warm-up replies."""
+        files = {}
+        if self.values:
+            files["sister-values.json"] = json.dumps(sister.redacted(self.values), indent=1) + "\n"
+        if self.replies:
+            files["warmup.json"] = json.dumps(self.replies, indent=1) + "\n"
+        return files
+
+    def end_unit(self) -> None:
+        """Remove this unit's sister (or end the direct session) before the next one."""
+        self.cleanup()
+        self.pod = None
+
+    # -- steps -----------------------------------------------------------------------------------
+    def _release(self) -> str:
+        return self.opts.release if self.unit == 1 else f"{self.opts.release[:50]}-{self.unit}"
+
+    def _install(self, gpu_command: list[str]) -> None:
+        release = self._release()
+        ours = replace(self.opts, release=release)
+        self.values = sister.values(self.ins, ours, gpu_command)
+        existing = self.kube.h("status", release, "-o", "json", mutates=False, check=False)
+        if existing and existing.strip().startswith("{"):
+            labels = (json.loads(existing).get("labels") or {})
+            if labels.get(sister.OWNER_LABEL) != sister.OWNER:
+                raise KubeError(f"release {release} exists and is not kernelscope's: refusing to touch it; "
+                                "pass another --release")
+            raise KubeError(f"release {release} exists (a kernelscope sister left behind?): run "
+                            f"`kernelscope k8s cleanup -n {self.kube.namespace} --release {release}` first")
+        with tempfile.TemporaryDirectory() as tmp:
+            vf = Path(tmp) / "values.json"
+            vf.write_text(json.dumps(self.values))
+            self.installed.append(release)  # from here on, cleanup uninstalls (also if helm fails half-way)
+            labels = f"{sister.OWNER_LABEL}={sister.OWNER},{sister.CAPTURE_LABEL}={self.opts.capture_id}"
+            self.kube.h("install", release, sister.chart_path(), "-f", str(vf), "--labels", labels,
+                        "--timeout", f"{int(self.kube.timeout)}s")
+        self.pod = release
+        self.say(f"sister {release} installed ({self.strategy}); waiting for it to run")
+
+    def _debug_container(self) -> None:
+        assert self.ins.pod
+        self.pod = self.ins.pod
+        self.tools = self.debug_container = f"kernelscope-{self.opts.capture_id}-{self.unit}"
+        self.kube.k("debug", self.pod, f"--image={self.opts.tools_image}", f"--container={self.tools}", "--",
+                    "sh", "-c", SLEEP_WITH_PID, f"{PIDFILE}.sleep", str(self.opts.ttl_s), mutates=True)
+
+    def _ready(self, progress: Progress, t0: float) -> None:
+        """Once Ready: the admitted pod must not carry another profiler's injection; note the GPU."""
+        pod = self.kube.get_json("pod", self.pod or "", check=False)
+        gpu: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", [])
+                                    if c.get("name") == self.ins.container), {})
+        injected = [e for e in gpu.get("env") or [] if e.get("name") == INJECTION_ENV]
+        if injected and self.strategy != "direct":
+            raise KubeError(f"the admitted sister carries {INJECTION_ENV} (added at admission, e.g. by a profiler's "
+                            "webhook): exclude kernelscope's pods from that webhook (label "
+                            f"{sister.OWNER_LABEL}={sister.OWNER}) and run again")
+        for smi in ("nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"):  # the toolkit puts it in one of these
+            q = self.kube.k("exec", self.pod or "", "-c", self.ins.container, "--", smi,
+                            "--query-gpu=name,driver_version", "--format=csv,noheader", check=False, defer=True)
+            if q:
+                banner = self.kube.k("exec", self.pod or "", "-c", self.ins.container, "--", smi, check=False,
+                                     defer=True)
+                self.facts = parse_gpu_facts(q, banner or "")
+                break
+        name = self.facts.name if self.facts else None
+        progress(f"{self.pod} Ready after {time.monotonic() - t0:.0f} s (GPU {name or 'unknown'})")
+
+    def _post(self, t0: float, report_bytes: int) -> bool:
+        """One warm-up request from inside the pod: curl, else wget (busybox), else python3. The
+        reply is kept (with its time and the report's size then) for the bundle's warmup.json."""
+        assert self.warmup
+        w, pod = self.warmup, self.pod or ""
+        start = time.monotonic()
+        for argv in (["curl", "-sf", "-m", "120", "-X", "POST", "-H", "Content-Type: application/json",
+                      "-d", w.body, w.url],
+                     ["wget", "-q", "-O", "-", "--header=Content-Type: application/json", f"--post-data={w.body}",
+                      w.url],
+                     ["python3", "-c", POST_PY, w.url, w.body]):
+            reply = self.kube.k("exec", pod, "-c", self.tools, "--", *argv, check=False, defer=True, timeout=180)
+            code = self.kube.steps[-1].exit_code
+            if code not in (126, 127):  # 126/127: no such program here
+                self.replies.append({"unit": self.unit, "t_s": round(start - t0, 2),
+                                     "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
+                                     "exit_code": code, "reply": (reply or "")[-2000:]})
+                return code == 0
+        return False
+
+    def _start_attach(self, argv: list[str]) -> None:
+        cmd = self.kube.kubectl_argv("exec", self.pod or "", "-c", self.tools, "--", "sh", "-c",
+                                     RECORD_PID_AND_EXEC, PIDFILE, *argv)
+        self.kube.steps.append(Step(cmd, True))
+        if not self.kube.dry_run:
+            self.session = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def _size(self, remote: str) -> int:
+        out = (self.kube.k("exec", self.pod or "", "-c", self.tools, "--", "wc", "-c", remote, check=False,
+                           defer=True) or "").split()
+        return int(out[0]) if out and out[0].isdigit() else 0
+
+    def _log(self) -> str:
+        if self.strategy != "wrap":
+            return ""
+        return self.kube.k("logs", self.pod or "", "-c", self.ins.container, "--tail=3000", check=False,
+                           defer=True) or ""
+
+    def _wait(self, argv: list[str], remote: str, local: Path, deadline: float,
+              progress: Progress) -> tuple[bool, str]:
+        t0, ready, sent, last, said = time.monotonic(), False, 0, -1, 0.0
+        if self.kube.dry_run:
+            if self.strategy != "wrap":
+                self._start_attach(argv)
+            self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", self.tools, defer=True)
+            return False, ""
+        if self.strategy == "direct":
+            self._start_attach(argv)
+        while time.monotonic() < deadline:
+            pod = self.kube.get_json("pod", self.pod or "", check=False)
+            st = watch.state(pod, self.ins.container if self.strategy != "direct" else self.tools)
+            log = self._log() if st.running or st.failure else ""
+            errors = watch.ncu_errors(log)
+            if st.failure or errors:
+                if st.culprit and st.culprit != self.ins.container:
+                    log = self.kube.k("logs", self.pod or "", "-c", st.culprit, "--tail=20", check=False) or ""
+                tail = " | ".join((errors or log.strip().splitlines())[-5:])
+                why = st.failure or "ncu reported an error"
+                raise KubeError(f"{self.pod}: {why}" + (f"; log: {tail}" if tail else ""))
+            if st.running and self.strategy == "attach" and self.session is None:
+                self._start_attach(argv)
+            if st.ready and not ready:
+                ready = True
+                self._ready(progress, t0)
+            size = self._size(remote) if st.running else 0
+            if ready and self.warmup and sent < self.warmup.requests:
+                if self._post(t0, size):
+                    sent += 1
+                else:  # the server may still be loading its model behind a Ready pod
+                    time.sleep(1.0)
+            if size > 0 and size == last:
+                self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", self.tools, check=False)
+                if complete_report(local):
+                    return True, self._ncu_lines(log)
+            last = size
+            if time.monotonic() - said > 10:
+                said = time.monotonic()
+                progress(f"{self.pod}: {st.phase}{', Ready' if ready else ''}, {sent} warm-up request(s), report "
+                         f"{f'{size:,} bytes' if size else 'not yet written'} ({time.monotonic() - t0:.0f} s)")
+            time.sleep(POLL_S)
+        return False, self._ncu_lines(self._log()) + "\n(kernelscope: no complete report within the timeout)"
+
+    def _ncu_lines(self, log: str) -> str:
+        if self.session is not None and self.session.stdout is not None and self.session.poll() is not None:
+            log += self.session.stdout.read()
+        return "\n".join(line for line in log.splitlines() if line.startswith("==")) or log[-4000:]
+
+    # -- cleanup ---------------------------------------------------------------------------------
+    def cleanup(self) -> list[str]:
+        """Everything this transport started, removed; each step tried even if one fails."""
+        problems = []
+        if self.debug_container and self.pod:
+            try:  # end the in-pod ncu and the debug container's sleep by pid: nothing stays running
+                self.kube.k("exec", self.pod, "-c", self.debug_container, "--", "sh", "-c", KILL_PIDFILES, "ks",
+                            PIDFILE, f"{PIDFILE}.sleep", mutates=True, check=False, timeout=60)
+            except KubeError as exc:
+                problems.append(str(exc))
+        if self.session is not None and self.session.poll() is None:
+            self.session.terminate()
+            self.session.wait(timeout=10)
+        self.session = None
+        while self.installed:
+            release = self.installed[0]
+            self.say(f"cleaning up: uninstalling {release}")
+            try:
+                self.kube.h("uninstall", release, "--ignore-not-found", "--wait", "--timeout",
+                            f"{int(self.kube.timeout)}s", timeout=self.kube.timeout + 30)
+                self.kube.k("wait", "--for=delete", f"pod/{release}", f"--timeout={int(self.kube.timeout)}s",
+                            mutates=True, check=False, timeout=self.kube.timeout + 30)
+            except KubeError as exc:
+                problems.append(str(exc))
+            self.installed.pop(0)
+        return problems

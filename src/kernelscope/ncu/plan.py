@@ -1,0 +1,147 @@
+"""A capture plan: everything one ncu capture needs, validated for live-serving safety up front,
+and the capture units it splits into (one ncu run, one attach session, or one wrapped pod each).
+
+The limits live here, in one policy table, for every place that captures: a local program, an
+attach session, a Kubernetes pod with one replica or with several.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ..errors import PlanError
+from .metric_sets import ADDONS, SETS, AddonName, MetricSet
+
+ClockControl = Literal["none", "base"]
+TargetProcesses = Literal["all", "application-only"]
+ReplayMode = Literal["kernel", "application"]
+GraphProfiling = Literal["node", "graph"]
+FilterMode = Literal["global", "per-gpu"]
+PolicyName = Literal["local", "single-replica", "multi-replica"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a capture may do where it runs: launches replayed and metric sets allowed."""
+
+    name: PolicyName
+    max_launch_count: int
+    sets: tuple[MetricSet, ...]
+    forceable: bool  # --force lifts the launch limit (never on a live deployment)
+
+
+POLICIES: dict[PolicyName, Policy] = {
+    "local": Policy("local", 5, SETS, forceable=True),
+    "single-replica": Policy("single-replica", 3, ("basic", "roofline"), forceable=False),
+    "multi-replica": Policy("multi-replica", 5, SETS, forceable=False),
+}
+
+
+@dataclass(frozen=True)
+class Attach:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class CaptureUnit:
+    """One ncu run: its filter (None: unscoped), how many launches, and the user's kernels it covers."""
+
+    index: int
+    kernel_filter: str | None
+    launch_count: int
+    kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    kernels: tuple[str, ...]  # "regex:EXPR" or an exact name (ncu's syntax)
+    metric_set: MetricSet = "roofline"
+    addons: tuple[AddonName, ...] = ()
+    launch_skip: int = 0
+    launch_count: int = 1
+    target: tuple[str, ...] = ()  # the program and its arguments (local run, or a pod's serving command)
+    attach: Attach | None = None  # or: a process started with `kernelscope launch`
+    env: tuple[tuple[str, str], ...] = ()  # set on ncu itself (and so inherited by the app)
+    clock_control: ClockControl = "none"  # measure clocks as they are in serving; ncu's default locks them
+    target_processes: TargetProcesses = "all"
+    replay_mode: ReplayMode = "kernel"
+    graph_profiling: GraphProfiling = "node"
+    filter_mode: FilterMode = "global"  # per-gpu: the launch window applies on each GPU (TP ranks)
+    profile_from_start: bool = True
+    one_session: bool = False  # all kernels in one filter (attach sessions, one wrapped pod)
+    notes: tuple[str, ...] = field(default=())
+
+    def with_notes(self, *notes: str) -> CapturePlan:
+        return replace(self, notes=self.notes + notes)
+
+    def units(self) -> tuple[CaptureUnit, ...]:
+        """One run per kernel, or one run whose filter covers them all with a count for each."""
+        if not self.kernels:
+            return (CaptureUnit(1, None, self.launch_count, ()),)
+        if self.one_session and len(self.kernels) > 1:
+            return (CaptureUnit(1, combined_filter(self.kernels), self.launch_count * len(self.kernels),
+                                self.kernels),)
+        return tuple(CaptureUnit(i, k, self.launch_count, (k,)) for i, k in enumerate(self.kernels, 1))
+
+
+def parse_attach(text: str) -> Attach:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise PlanError(f"--attach {text!r}: expected HOST:PORT, e.g. 127.0.0.1:49152")
+    return Attach(host, int(port))
+
+
+def check_kernel(pattern: str) -> str:
+    """A kernel name or `regex:EXPR`: data for ncu, never an option or a shell word."""
+    if not pattern or pattern.startswith("-") or any(ord(c) < 32 for c in pattern):
+        raise PlanError(f"--kernel {pattern!r}: a kernel name or regex:EXPR (no leading '-', no control characters)")
+    if pattern.startswith("regex:"):
+        try:
+            re.compile(pattern.removeprefix("regex:"))
+        except re.error as exc:
+            raise PlanError(f"--kernel {pattern!r}: bad regular expression ({exc})") from exc
+    return pattern
+
+
+def validate(plan: CapturePlan, policy: Policy, allow_unscoped: bool = False, force: bool = False) -> CapturePlan:
+    """Refuse what would hurt a serving process or produce an unusable report."""
+    for kernel in plan.kernels:
+        check_kernel(kernel)
+    if plan.metric_set not in policy.sets:
+        raise PlanError(f"{policy.name} target: --set {plan.metric_set} not allowed (use {' or '.join(policy.sets)})")
+    for addon in plan.addons:
+        if addon not in ADDONS:
+            raise PlanError(f"--add {addon!r}: choose from {', '.join(ADDONS)}")
+        if plan.metric_set != "roofline":
+            raise PlanError(f"--add {addon} extends the roofline list; --set {plan.metric_set} already has it")
+    if not plan.kernels and not (allow_unscoped and policy.forceable):
+        raise PlanError("no --kernel given: an unscoped capture replays every kernel (10-100x each); "
+                        "name the kernel(s)" + (", or pass --allow-unscoped" if policy.forceable else ""))
+    if plan.launch_count < 1 or plan.launch_skip < 0:
+        raise PlanError("--launch-count must be >= 1 and --launch-skip >= 0")
+    if plan.launch_count > policy.max_launch_count and not (force and policy.forceable):
+        raise PlanError(f"{policy.name} target: --launch-count {plan.launch_count} > {policy.max_launch_count}: "
+                        "each launch is replayed many times"
+                        + ("; pass --force if the process can take it" if policy.forceable else ""))
+    return plan
+
+
+def combined_filter(kernels: tuple[str, ...]) -> str:
+    """One ncu filter matching any of several kernels (exact names escaped and anchored)."""
+    if len(kernels) == 1:
+        return kernels[0]
+    parts = [k.removeprefix("regex:") if k.startswith("regex:") else f"^{re.escape(k)}$" for k in kernels]
+    return "regex:" + "|".join(f"({p})" for p in parts)
+
+
+def one_session(plan: CapturePlan, why: str) -> CapturePlan:
+    """All kernels through one ncu session (measured with ncu 2025.3.1: a launched process takes a
+    single attach session; a wrapped pod runs one ncu)."""
+    if len(plan.kernels) < 2:
+        return plan
+    return replace(plan, one_session=True).with_notes(
+        f"{why}: one session for {len(plan.kernels)} kernels ({', '.join(plan.kernels)}) with filter "
+        f"{combined_filter(plan.kernels)} and launch count {plan.launch_count} each")

@@ -1,0 +1,147 @@
+"""The shape of the code: imports point down the layers (DESIGN.md), no package imports the CLI,
+no cycles between packages; one metric catalogue read and collected in both directions; one column
+spec whose JSON schema is published in schema/ and which outputs follow."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from kernelscope import catalogue, columns
+from kernelscope.cli import main
+from kernelscope.ncu import metric_sets
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "kernelscope"
+# lowest first: a module may import only from its own layer's package or from lower layers
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "files", "redact", "model", "catalogue", "manifest"),
+    ("ncu",),
+    ("ingest", "ceilings"),
+    ("analysis",),
+    ("columns",),
+    ("report", "campaign"),
+    ("capture",),
+    ("k8s",),
+    ("app",),
+    ("cli",),
+)
+RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+
+
+def unit_of(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    return rel.parts[0]
+
+
+def imports(path: Path) -> set[str]:
+    """The kernelscope units a module imports (relative and absolute), at any depth of the file."""
+    tree = ast.parse(path.read_text())
+    pkg = path.relative_to(SRC).parent.parts
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(pkg[: len(pkg) - node.level + 1])
+                parts = base + (node.module.split(".") if node.module else [])
+                names = [parts[0]] if parts else [a.name for a in node.names]
+            elif node.module and node.module.startswith("kernelscope"):
+                parts = node.module.split(".")[1:]
+                names = [parts[0]] if parts else [a.name for a in node.names]
+            else:
+                continue
+            found.update(n for n in names if n in RANK)
+        elif isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kernelscope."))
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    units = {unit_of(p) for p in SRC.rglob("*.py") if p.name != "__init__.py" or p.parent != SRC}
+    assert units <= set(RANK), units - set(RANK)
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        if path != SRC / "__init__.py":
+            edges.setdefault(unit_of(path), set()).update(imports(path) - {unit_of(path)})
+    return edges
+
+
+def test_imports_point_down() -> None:
+    """Down the layers only; side by side only among the ground modules (report and campaign, say,
+    never import each other)."""
+    wrong = [f"{me} imports {other}" for me, others in graph().items() for other in others
+             if RANK[other] > RANK[me] or (RANK[other] == RANK[me] and RANK[me] != 0)]
+    assert wrong == []
+
+
+def test_no_cycles_between_units() -> None:
+    edges = graph()
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), list(edges.get(start, ()))
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo += edges.get(n, ())
+        return seen
+
+    assert [u for u in edges if u in reach(u)] == []
+
+
+def test_nothing_imports_the_cli() -> None:
+    users = [p for p in SRC.rglob("*.py") if p.name != "cli.py" and "cli" in imports(p)]
+    assert users == []
+
+
+def test_catalogue_both_ways() -> None:
+    """Every counter a set collects is read, and every counter read is collected by some set."""
+    collected = set(metric_sets.metric_list(tuple(metric_sets.ADDONS)))
+    assert collected <= catalogue.WANTED
+    collected_by_group = {c.name for c in catalogue.COUNTERS if c.group in ("roofline", "stalls")}
+    assert collected == collected_by_group
+    groups = {c.group for c in catalogue.COUNTERS}
+    assert groups <= {"roofline", "stalls", "sol", "full", "launch"}
+    # the sol group comes with ncu's SpeedOfLight section, which the sol add-on asks for
+    assert metric_sets.ADDONS["sol"].sections == ("SpeedOfLight",)
+    assert len({c.name for c in catalogue.COUNTERS}) == len(catalogue.COUNTERS)  # each named once
+
+
+def test_published_schema_is_the_column_spec() -> None:
+    published = json.loads((SRC.parents[1] / "schema" / "kernel.schema.json").read_text())
+    assert published == columns.json_schema(), "regenerate: python3 -m kernelscope.columns > schema/kernel.schema.json"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return columns.json_schema()
+
+
+def test_analyze_json_follows_the_schema(fx: Path, schema: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = [str(fx / n) for n in ("gemm_bf16.ncu-rep", "gemm_basic.ncu-rep", "bundle_attn_causal",
+                                     "decode_gemm-details.csv")]
+    assert main(["analyze", *inputs, "--format", "json", "--hw", "h200-sxm"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schema)
+    assert {k["name"] for k in doc["kernels"]} >= {"flash_fwd_kernel"}
+
+
+def test_campaign_cell_follows_the_schema(fx: Path, tmp_path: Path, schema: dict) -> None:
+    assert main(["campaign", "import-ncu", "--root", str(tmp_path), "--campaign", "c", "--cell-id", "x",
+                 "--bundle", str(fx / "bundle_attn_causal"), "--bundle", str(fx / "fp8_gemm.ncu-rep")]) == 0
+    jsonschema.validate(json.loads((tmp_path / "c" / "cells" / "x" / "ncu_kernels.json").read_text()), schema)
+
+
+def test_csv_and_parquet_use_the_column_names(fx: Path, tmp_path: Path) -> None:
+    assert main(["analyze", str(fx / "fp8_gemm.ncu-rep"), "--out", str(tmp_path / "o")]) == 0
+    header = (tmp_path / "o" / "kernels.csv").read_text().splitlines()[0].split(",")
+    plain = [c.name for c in columns.COLUMNS if c.kind != "map"]
+    assert [h for h in header if h in plain] == plain  # every column, in spec order
+    maps = {c.name for c in columns.COLUMNS if c.kind == "map"}
+    assert all(h in plain or h in maps or h.split(".", 1)[0] in maps for h in header)  # nothing else
