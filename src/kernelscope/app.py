@@ -32,7 +32,7 @@ from .files import write_file, write_files
 from .manifest import Analytic, BundleManifest, NcuFacts
 from .model import Assessment
 from .ncu.argv import capture_argv, launch_argv
-from .ncu.plan import POLICIES, CapturePlan, one_session, validate
+from .ncu.plan import POLICIES, CapturePlan, validate
 from .ncu.version import NcuInfo, probe, unsupported_flags
 from .report import diff as diffing
 from .report import join as joining
@@ -221,8 +221,6 @@ def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[Captu
         raise PlanError("give either a program after -- or --attach HOST:PORT")
     if plan.attach is not None and plan.target:
         raise PlanError("give a program after -- or --attach HOST:PORT, not both")
-    if plan.attach is not None:
-        plan = one_session(plan, "attach (a launched process takes one attach session, ncu 2025.3.1)")
     return plan, findings
 
 

@@ -89,10 +89,12 @@ def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = 
                                "use --replay-mode kernel (the default), or the single-op harness: kernelscope op ..."))
     if "No attachable process found" in output:
         found.append(Diagnosis("no-attachable-process",
-                               "no process waits for an attach on that host/ports; with ncu 2025.3.1 a process "
-                               "started by `ncu --mode launch` accepts one attach session only, and keeps it",
-                               "name every kernel in one `kernelscope capture --attach` (they share the session), "
-                               "or start a fresh process with `kernelscope launch`"))
+                               "no process waits for an attach on that host/port: it was not started with "
+                               "`kernelscope launch`, has exited, or an earlier attach client was cut off before ncu "
+                               "finished its report (ncu 2025.3.1 took three sessions in a row on one process when "
+                               "each ended after its report was whole)",
+                               "start the program with `kernelscope launch -- PROGRAM`, and let each capture --attach "
+                               "end by itself"))
     if NO_KERNELS in output:
         if "requires the --target-processes all" in output:
             wrapper = target and target[0].rsplit("/", 1)[-1] in {"env", "sh", "bash"}

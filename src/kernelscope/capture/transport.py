@@ -3,8 +3,9 @@ same loop through any of these; a Kubernetes pod is one more transport (k8s/tran
 
 - LocalProcess: `ncu ... PROGRAM` here; done when ncu exits.
 - AttachSession: `ncu --mode attach` to a process started with `kernelscope launch`; the session
-  never ends by itself (ncu 2025.3.1), so it is done once the report on disk is complete, then the
-  client is ended.
+  never ends by itself (ncu 2025.3.1), so it is done once the report on disk is whole and has
+  stopped growing, then the client is ended (SIGTERM to its group). Ended that way, the process
+  takes another session: several kernels are several sessions, each with its own launch count.
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ class AttachSession(LocalProcess):
             except OSError:
                 time.sleep(0.5)
         return False
+
+    def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,
+                progress: Progress) -> Outcome:
+        """One session; the process listens again once the previous session has ended cleanly."""
+        if not self.listening():
+            return Outcome(None, "==ERROR== No attachable process found (kernelscope: nothing listens on "
+                                 f"{self.host}:{self.port})", False, 0.0)
+        return super().capture(argv, remote, local, env, timeout, progress)
 
     def _wait(self, proc: subprocess.Popen[bytes], local: Path, deadline: float, progress: Progress) -> bool:
         """The session stays connected after --launch-count (ncu 2025.3.1): done when the report is
