@@ -22,6 +22,11 @@ CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
 OTHER = ("other", "fp32")
 
 
+def pattern(category: str) -> str:
+    """The name pattern of one category (also a valid ncu `regex:` filter)."""
+    return next(p for c, p, _ in CATEGORY_RULES if c == category)
+
+
 def categorize(name: str, name_full: str = "") -> tuple[str, str]:
     """(category, family precision class) of a kernel."""
     for category, pattern, family in CATEGORY_RULES:

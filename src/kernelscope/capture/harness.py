@@ -16,14 +16,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..analysis.categories import pattern
 from ..manifest import Analytic
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
-# The kernel filter that finds each op's main kernel on Hopper with PyTorch 2.11 (ncu syntax).
+# The kernel filter that finds each op's main kernel (ncu syntax); GEMM and attention use the
+# kernel categories' own patterns (analysis/categories.py), so the two never disagree.
 KERNELS: dict[str, str] = {
-    "gemm": "regex:nvjet|gemm|cutlass|xmma|sm90",
-    "attention": "regex:flash|fmha|attention",
+    "gemm": "regex:" + pattern("GEMM/cuBLAS"),
+    "attention": "regex:" + pattern("attention/FMHA"),
     "rmsnorm": "regex:norm|reduce",
     "softmax": "regex:[Ss]oft[Mm]ax",
 }
