@@ -289,6 +289,29 @@ def test_policy_refuses_before_anything_runs(cluster: None, capsys: pytest.Captu
     assert leftovers() == ""
 
 
+def test_direct_leaves_nothing_running_in_production(cluster: None, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """--strategy direct on a pod already started under `ncu --mode launch`: a debug container attaches;
+    at the end the in-pod ncu and the container's sleep are ended by pid, so the container exits."""
+    serve = "echo 'INFO torch 2.9.0+cu128'; exec httpd -f -p $((8000 + ${#POD_NAME})) -h /www"
+    name = deploy(toy("attachable", NS, command=[FAKE_NCU, "--mode", "launch", "sh", "-c", serve], args=[]))
+    before = production(name)
+    out = tmp_path / "direct"
+    code = main(["k8s", "capture", "-n", NS, f"deploy/{name}", "--strategy", "direct", "--ncu-in-image", FAKE_NCU,
+                 "--kernel", "regex:nvjet", "--timeout", "60", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["kubernetes"]["strategy"] == "direct" and m["kubernetes"]["release"] is None
+    pod = json.loads(kubectl("-n", NS, "get", "pods", "-l", f"app={name}", "-o", "json"))["items"][0]
+    deadline = time.monotonic() + 20
+    while not all("terminated" in (s.get("state") or {}) for s in pod["status"]["ephemeralContainerStatuses"]):
+        assert time.monotonic() < deadline, pod["status"]["ephemeralContainerStatuses"]
+        time.sleep(0.5)
+        pod = json.loads(kubectl("-n", NS, "get", "pods", "-l", f"app={name}", "-o", "json"))["items"][0]
+    left = subprocess.run(["pgrep", "-f", "kernelscope-ncu.pid"], capture_output=True, text=True).stdout
+    assert left == "" and production(name) == before
+
+
 # -- ownership and cleanup --------------------------------------------------------------------------
 def test_a_foreign_release_is_never_touched(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     name = deploy(toy("toy", NS))

@@ -26,4 +26,4 @@ sleep "${FAKE_NCU_DELAY:-2}"
 echo '==PROF== Profiling "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT": 0%....50%....100% - 9 passes'
 [ -n "$out" ] && base64 -d "$here/report.b64" > "$out.ncu-rep"
 [ $# -gt 0 ] && exec "$@"
-sleep 3600
+exec sleep 3600  # an attach session: connected until ended (by pid)

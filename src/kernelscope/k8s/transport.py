@@ -143,11 +143,27 @@ class PodTransport:
         self.say(f"sister {release} installed ({self.strategy}); waiting for it to run")
 
     def _debug_container(self) -> None:
+        """A debug container in the production pod (no --target: it must not share PIDs with the
+        server), its sleep's pid recorded so that cleanup can end it."""
         assert self.ins.pod
         self.pod = self.ins.pod
         self.tools = self.debug_container = f"kernelscope-{self.opts.capture_id}-{self.unit}"
         self.kube.k("debug", self.pod, f"--image={self.opts.tools_image}", f"--container={self.tools}", "--",
                     "sh", "-c", SLEEP_WITH_PID, f"{PIDFILE}.sleep", str(self.opts.ttl_s), mutates=True)
+        if self.kube.dry_run:
+            return
+        deadline = time.monotonic() + self.kube.timeout
+        while time.monotonic() < deadline:
+            pod = self.kube.get_json("pod", self.pod, check=False)
+            states = {s.get("name"): s.get("state") or {} for s in
+                      (pod.get("status") or {}).get("ephemeralContainerStatuses") or []}
+            if "running" in states.get(self.tools, {}):
+                self.kube.k("exec", self.pod, "-c", self.tools, "--", "mkdir", "-p", "/tmp/kernelscope", mutates=True)
+                return
+            if "terminated" in states.get(self.tools, {}):
+                raise KubeError(f"debug container {self.tools} in {self.pod} ended: {states[self.tools]}")
+            time.sleep(0.5)
+        raise KubeError(f"debug container {self.tools} not running in {self.pod} within {self.kube.timeout:.0f} s")
 
     def _ready(self, progress: Progress, t0: float) -> None:
         """Once Ready: the admitted pod must not carry another profiler's injection; note the GPU."""
@@ -220,7 +236,7 @@ class PodTransport:
             self._start_attach(argv)
         while time.monotonic() < deadline:
             pod = self.kube.get_json("pod", self.pod or "", check=False)
-            st = watch.state(pod, self.ins.container if self.strategy != "direct" else self.tools)
+            st = watch.state(pod, self.ins.container)
             log = self._log() if st.running or st.failure else ""
             errors = watch.ncu_errors(log)
             if st.failure or errors:
