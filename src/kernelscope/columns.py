@@ -9,10 +9,12 @@ in one table at the bottom. The JSON schema in `schema/` is generated from this 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from . import typed
 from .analysis.categories import categorize
 from .model import Assessment, KernelRecord
 
@@ -163,12 +165,61 @@ PERFBENCH_V1: dict[str, str] = {
 
 def kernel_object(a: Assessment) -> dict[str, Any]:
     """The JSON kernel object: every column, nulls where unmeasured."""
-    return {**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}}
+    return _finite({**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}})
 
 
 def record_object(rec: KernelRecord) -> dict[str, Any]:
     """A KernelRecord alone (no ceilings): its own columns, with what was not measured."""
-    return {**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)}
+    return _finite({**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)})
+
+
+def _finite(obj: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN or Infinity: a figure that overflowed (e.g. a ratio over a near-zero duration
+    in a hostile report) becomes null, and a note says which and why."""
+    bad = []
+    for name, value in obj.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            obj[name] = None
+            bad.append(name)
+        elif isinstance(value, dict) and any(isinstance(v, float) and not math.isfinite(v) for v in value.values()):
+            obj[name] = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in value.items()}
+            bad.append(name)
+    if bad:
+        obj["notes"] = [*obj["notes"], f"not a finite number (overflow from the input's values), shown as null: "
+                                       f"{', '.join(bad)}"]
+    return obj
+
+
+_KINDS: dict[Kind, Callable[[Any], bool]] = {
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "text": lambda v: isinstance(v, str), "map": lambda v: isinstance(v, dict), "list": lambda v: isinstance(v, list),
+}
+
+
+def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
+    """The inverse of kernel_object: an Assessment from a stored kernel object (a campaign cell), every
+    field type-checked, so reports can be drawn from cells without re-reading the sources. The raw
+    counters are not stored, so `record.metrics` is empty."""
+    if not isinstance(obj, Mapping):
+        raise typed.TypeProblem(f"{where}: expected a map, got {type(obj).__name__}")
+    for c in COLUMNS:  # the derived columns (category, pct_sol, ...) too: gates and exports read them
+        value = obj.get(c.name)
+        if not (value is None and c.nullable) and not _KINDS[c.kind](value):
+            raise typed.TypeProblem(f"{where}.{c.name}: expected {c.kind}{' or null' if c.nullable else ''}, "
+                                    f"got {value!r:.80}")
+    rec = {f.name: obj[f.name] for f in fields(KernelRecord) if f.name in obj}
+    flops = obj.get("flops")
+    rec["flops"] = {k: v for k, v in flops.items() if k != "total"} if isinstance(flops, Mapping) else flops
+    placed = {c.name for c in PLACED}
+    unmeasured = obj.get("unmeasured")
+    rec["unmeasured"] = [n for n in unmeasured if n not in placed] if isinstance(unmeasured, list) else unmeasured
+    rec["metrics"] = {}
+    doc = {f.name: obj[f.name] for f in fields(Assessment) if f.name in obj}
+    doc["record"] = rec
+    if "pct_of_achievable" in obj:
+        doc["achievable"] = obj["pct_of_achievable"]
+    return typed.build(Assessment, doc, where)
 
 
 def flatten(obj: Mapping[str, Any]) -> dict[str, Any]:
