@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from . import typed
@@ -61,6 +61,11 @@ def _unmeasured(a: Assessment) -> list[str]:
     names += [n for n, v in (("pct_sol_compute", a.pct_sol_compute), ("pct_sol_memory", a.pct_sol_memory))
               if v is None and n not in names]
     return names
+
+
+def _fields(flat: Any) -> dict[str, Any]:
+    """A dataclass of plain fields as a dict (dataclasses.asdict deep-copies: ~10x slower)."""
+    return {f.name: getattr(flat, f.name) for f in fields(flat)}
 
 
 def _num(name: str, unit: str, doc: str, get: Callable[[Any], Any] | None = None) -> Column:
@@ -117,7 +122,7 @@ RECORD: tuple[Column, ...] = (
     _num("simt_efficiency_pct", "% of 32 threads", "active threads per executed instruction"),
     Column("warp_stalls", "map", "% of stalled warp-cycles", "stall reasons, sums to 100", _map("warp_stalls")),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",
-           lambda r: [asdict(x) for x in r.ncu_rules], nullable=False),
+           lambda r: [_fields(x) for x in r.ncu_rules], nullable=False),
     Column("notes", "list", "", "how figures were derived where it matters", lambda r: list(r.notes),
            nullable=False),
 )
@@ -136,7 +141,7 @@ PLACED: tuple[Column, ...] = (
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
     Column("limiters", "list", "", "what limits it, with the figures", lambda a: list(a.limiters), nullable=False),
     Column("next_levers", "list", "", "ranked levers: rule, action, expected, confirm, gain, cost",
-           lambda a: [asdict(lv) for lv in a.next_levers], nullable=False),
+           lambda a: [_fields(lv) for lv in a.next_levers], nullable=False),
     Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
            lambda a: None if a.analytic is None else dict(a.analytic)),
     Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
@@ -176,6 +181,13 @@ def record_object(rec: KernelRecord) -> dict[str, Any]:
 def _finite(obj: dict[str, Any]) -> dict[str, Any]:
     """JSON has no NaN or Infinity: a figure that overflowed (e.g. a ratio over a near-zero duration
     in a hostile report) becomes null, and a note says which and why."""
+    floats = [v for v in obj.values() if type(v) is float]
+    floats += [v for m in obj.values() if type(m) is dict for v in m.values() if type(v) is float]
+    try:
+        if math.isfinite(math.fsum(floats)):  # the common case in one C call
+            return obj
+    except (OverflowError, ValueError):  # huge finite values, or inf - inf: look one by one
+        pass
     bad = []
     for name, value in obj.items():
         if isinstance(value, float) and not math.isfinite(value):
@@ -213,7 +225,8 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
     rec["flops"] = {k: v for k, v in flops.items() if k != "total"} if isinstance(flops, Mapping) else flops
     placed = {c.name for c in PLACED}
     unmeasured = obj.get("unmeasured")
-    rec["unmeasured"] = [n for n in unmeasured if n not in placed] if isinstance(unmeasured, list) else unmeasured
+    rec["unmeasured"] = [n for n in unmeasured if not (isinstance(n, str) and n in placed)] \
+        if isinstance(unmeasured, list) else unmeasured
     rec["metrics"] = {}
     doc = {f.name: obj[f.name] for f in fields(Assessment) if f.name in obj}
     doc["record"] = rec

@@ -88,6 +88,9 @@ def read_cell(path: Path) -> dict[str, Any]:
     doc = load_json(path, "campaign cell", MAX_INPUT_BYTES)
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise InputError(path, "campaign cell: not a map with a kernels list")
+    for key in ("campaign", "cell_id", "hw_key"):
+        if not isinstance(doc.get(key), str):
+            raise InputError(path, f"campaign cell: {key} must be text, got {doc.get(key)!r:.40}")
     sources = doc.get("captured_sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources):
         raise InputError(path, "campaign cell: captured_sources must be a list of maps")

@@ -66,7 +66,8 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
     env = {**os.environ, **dict(plan.env)}
     progress(f"ncu {unit.kernel_filter or 'all kernels'} ({unit.index}/{len(plan.units())})")
     outcome = transport.capture(argv, remote, local, env, timeout, progress)
-    secrets = redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in plan.env)])
+    # the program's output passes through ncu's: any secret it was given (argv, or env ours or the plan's) is masked
+    secrets = redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())])
     (stage / f"{stem}.log").write_text(redact.text(outcome.output, secrets))
     profiled = tuple(PROFILED.findall(outcome.output))
     base = dict(kernel_filter=unit.kernel_filter, kernels=unit.kernels, ncu_argv=tuple(shown),
