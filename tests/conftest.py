@@ -34,3 +34,13 @@ def chromium() -> str:
     if found is None:
         pytest.skip("no chromium on PATH and it could not be installed with apt-get")
     return found
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The counts the hostile-input issue asks for: inputs tried, clean errors, failures."""
+    from hostile import TALLY
+
+    if TALLY["tried"]:
+        terminalreporter.write_line(
+            f"hostile inputs: {TALLY['tried']} tried, {TALLY['clean']} clean errors, {TALLY['handled']} handled "
+            f"with valid output, {TALLY['failures']} failures")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hostile import TALLY
 from kernelscope.cli import main
 from kernelscope.k8s import sister, watch
 from kernelscope.k8s.inspect import inspect
@@ -115,6 +116,22 @@ def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture
     assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     out = capsys.readouterr().out
     assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret
+
+
+def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """The vLLM deployment carries --api-key in its args, OPENAI_API_KEY as a literal env value and
+    HF_TOKEN by secretKeyRef: none of the three values may appear in any printout."""
+    secrets = ("sk-live-do-not-leak", "sk-literal-do-not-leak", "hf_secretvalue_do_not_leak")
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)  # the deployment is there
+    assert ins.container == "vllm"
+    assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
+    assert main(["k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:nvjet", "--out", "/tmp/never",
+                 "--dry-run", "--release", "ks-dry"]) == 0
+    out, err = capsys.readouterr()
+    assert "sister values (secrets redacted)" in out and "OPENAI_API_KEY" in out and "secretKeyRef" in out
+    TALLY["tried"] += 1
+    assert [s for s in secrets if s in out + err] == []
+    TALLY["handled"] += 1
 
 
 def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path: Path) -> None:

@@ -5,22 +5,41 @@
     items, ceilings = kernelscope.analyze("gemm.ncu-rep")
     df = kernelscope.to_dataframe(items)               # the columns of kernels.csv
 
-Every error raised on purpose is a KernelscopeError (InputError for a bad file).
+Every error raised on purpose is a KernelscopeError (InputError for a bad file), and bad input of
+any kind (a wrong type, a missing or hostile file) raises nothing else.
+
+The names are imported on first use (PEP 562), so `kernelscope --help` and `--version` do not
+pay for the analysis stack, YAML and the report readers.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from .analysis.pipeline import analyze, load
-from .errors import CeilingsError, InputError, KernelscopeError
-from .model import Assessment, KernelRecord, Lever, RawKernel
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas
 
+    from .analysis.pipeline import analyze, load
+    from .errors import CeilingsError, InputError, KernelscopeError
+    from .model import Assessment, KernelRecord, Lever, RawKernel
+
 __version__ = "0.2.0"
+
+_LAZY = {
+    "analyze": ".analysis.pipeline", "load": ".analysis.pipeline",
+    "CeilingsError": ".errors", "InputError": ".errors", "KernelscopeError": ".errors",
+    "Assessment": ".model", "KernelRecord": ".model", "Lever": ".model", "RawKernel": ".model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'kernelscope' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
 def to_dataframe(items: Sequence[KernelRecord | Assessment]) -> pandas.DataFrame:
@@ -28,6 +47,7 @@ def to_dataframe(items: Sequence[KernelRecord | Assessment]) -> pandas.DataFrame
     import pandas
 
     from .columns import flatten, kernel_object, record_object
+    from .model import Assessment
 
     frame: pandas.DataFrame = pandas.DataFrame([flatten(kernel_object(i) if isinstance(i, Assessment)
                                                         else record_object(i)) for i in items])

@@ -90,26 +90,29 @@ def write_results(an: Analysis, out_dir: Path) -> list[Path]:
     return write_files({"kernels.json": to_json(an.items, an.context()), "kernels.csv": to_csv(an.items)}, out_dir)
 
 
-def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
+def _write_report(items: Sequence[Assessment], table: CeilingsFile, manifests: Sequence[BundleManifest],
+                  campaign: dict[str, Any] | None, inputs: str, title: str, out: Path, hw: str | None = None) -> Path:
+    """The self-contained HTML report of assessed kernels, from a fresh analysis or from campaign cells."""
+    from .report import roofline_data
     from .report.context import header
+    from .report.html import render_html
 
-    return header(an.manifests.values(), campaign, {a.record.device for a in an.items if a.record.device},
-                  {"ceilings": f"{an.ceilings.origin} ({an.items[0].hw_key})", "tool": f"kernelscope {__version__}",
-                   "inputs": ", ".join(p.name for p in an.request.inputs)})
+    ctx = header(manifests, campaign, {a.record.device for a in items if a.record.device},
+                 {"ceilings": f"{table.origin} ({items[0].hw_key})", "tool": f"kernelscope {__version__}",
+                  "inputs": inputs})
+    return write_file(render_html(items, roofline_data.build(items, table, hw), ctx, title), out)
 
 
 def report(req: AnalyzeRequest, out: Path, title: str | None = None,
            campaign_config: Path | None = None) -> Path:
     """The self-contained HTML report."""
     from .campaign.store import read_config
-    from .report import roofline_data
-    from .report.html import render_html
 
     an = analyze(req)
     campaign = read_config(campaign_config) if campaign_config else None
-    title = title or f"kernelscope report: {len(an.items)} kernel launch(es)"
-    text = render_html(an.items, roofline_data.build(an.items, an.ceilings, req.hw), _header(an, campaign), title)
-    return write_file(text, out)
+    return _write_report(an.items, an.ceilings, list(an.manifests.values()), campaign,
+                         ", ".join(p.name for p in req.inputs),
+                         title or f"kernelscope report: {len(an.items)} kernel launch(es)", out, req.hw)
 
 
 def roofline(req: AnalyzeRequest, out: Path, title: str | None = None) -> Path:
@@ -172,16 +175,21 @@ def campaign_export(root: Path, slug: str, out_dir: Path) -> Path:
 
 
 def campaign_render(root: Path, slug: str, out: Path | None = None) -> Path:
-    from .campaign import store
-    from .campaign.cells import SOURCES
+    """The campaign's report, drawn from its cells' ncu_kernels.json (no source is read again),
+    against the packaged ceilings that import placed them with."""
+    from .campaign import check, store
+    from .ceilings import load as load_ceilings
 
     cells = store.cells(root, slug)
     if not cells:
         raise KernelscopeError(f"campaign {slug!r} has no cells to render")
-    sources = tuple(p for cid in cells for p in sorted((store.cell_dir(root, slug, cid) / SOURCES).iterdir()))
+    items = [a for cell in cells.values() for a in cell["items"]]
+    if not items:
+        raise KernelscopeError(f"campaign {slug!r}: its cells hold no kernels")
+    manifests = [m for cid, cell in cells.items() for m in check.cell_manifests(cell, cid)]
     home = store.campaign_dir(root, slug)
-    return report(AnalyzeRequest(sources), out or home / "report.html", f"campaign {slug}: {len(cells)} cell(s)",
-                  home / "config.yaml")
+    return _write_report(items, load_ceilings(), manifests, store.load_config(root, slug), ", ".join(cells),
+                         f"campaign {slug}: {len(cells)} cell(s)", out or home / "report.html")
 
 
 # -- capture -------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import KernelscopeError
+from . import argtypes as T
+from .errors import Interrupted, KernelscopeError
 
 Handler = Callable[[argparse.Namespace], int]
 EXAMPLES = {
@@ -295,19 +296,20 @@ def _k8s_capture(a: argparse.Namespace) -> int:
 
 
 # -- the parser ----------------------------------------------------------------------------------
-def _sub(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str,
+def _sub(sub: argparse._SubParsersAction[T.Parser], name: str, help_text: str,
          handler: Handler) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text, description=help_text,
+    p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
                        epilog=f"example: {EXAMPLES.get(name, '')}" if name in EXAMPLES else None)
     p.set_defaults(func=handler)
     return p
 
 
 def _inputs(p: argparse.ArgumentParser, title: bool = True) -> None:
-    p.add_argument("inputs", nargs="+", help=".ncu-rep, ncu CSV export (raw or details page), or a bundle dir")
+    p.add_argument("inputs", nargs="+", type=T.path,
+                   help=".ncu-rep, ncu CSV export (raw or details page), or a bundle dir")
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
     p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm)")
-    p.add_argument("--ceilings", help="a ceilings YAML file replacing the packaged datasheet one")
+    p.add_argument("--ceilings", type=T.path, help="a ceilings YAML file replacing the packaged datasheet one")
     if title:
         p.add_argument("--title")
 
@@ -321,12 +323,12 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
                    help="add-on to --set roofline: " + "; ".join(f"{n}: {x.what}" for n, x in ADDONS.items()))
     p.add_argument("--context", action="append", metavar="KEY=VALUE",
                    help="context recorded in the bundle, e.g. model=llama-3-8b (repeatable)")
-    p.add_argument("--out", required=True, help="bundle directory to create")
+    p.add_argument("--out", required=True, type=T.path, help="bundle directory to create")
 
 
 def _local_capture_options(p: argparse.ArgumentParser) -> None:
     _capture_options(p)
-    p.add_argument("--ncu", help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
+    p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
 
 
@@ -335,8 +337,8 @@ def _window(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--kernel", action="append", help="kernel name or regex:EXPR; repeat for several")
     p.add_argument("--kernel-set", help="a named list of hot kernels (capture/kernel_sets.yaml)")
-    p.add_argument("--launch-skip", type=int, default=0, help="matching launches to skip first (warm-up)")
-    p.add_argument("--launch-count", type=int, default=1,
+    p.add_argument("--launch-skip", type=T.count, default=0, help="matching launches to skip first (warm-up)")
+    p.add_argument("--launch-count", type=T.positive, default=1,
                    help=f"matching launches to profile (above {POLICIES['local'].max_launch_count} needs --force "
                         "locally; live pods allow 3 on one replica, 5 on several)")
 
@@ -344,44 +346,45 @@ def _window(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     from .capture.harness import add_op_arguments
 
-    p = argparse.ArgumentParser(prog="kernelscope", description=__doc__,
+    p = T.Parser(prog="kernelscope", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"kernelscope {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze)
     _inputs(a, title=False)
-    a.add_argument("--achievable", help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
+    a.add_argument("--achievable", type=T.path,
+                   help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
     a.add_argument("--format", choices=("table", "json", "csv"), help="what to print (default: table)")
-    a.add_argument("--out", help="directory to write kernels.json and kernels.csv into")
+    a.add_argument("--out", type=T.path, help="directory to write kernels.json and kernels.csv into")
 
     r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
     _inputs(r)
-    r.add_argument("--out", required=True, help="report.html")
-    r.add_argument("--campaign-config", help="a campaign config.yaml whose context fills the header")
+    r.add_argument("--out", required=True, type=T.path, help="report.html")
+    r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
 
     ro = _sub(sub, "roofline", "static roofline plot (.png or .svg)", cmd_roofline)
     _inputs(ro)
-    ro.add_argument("--out", required=True, help="roofline.png or roofline.svg")
+    ro.add_argument("--out", required=True, type=T.path, help="roofline.png or roofline.svg")
 
     _campaign_parser(sub)
     bu = _sub(sub, "bundle", "bundle tools", lambda _: 2)
     ki = bu.add_subparsers(dest="bundle_command", required=True).add_parser(
         "kernel-internals", help="write kernel_internals into inference_perfbench_v1.json")
-    ki.add_argument("--bundle", required=True)
+    ki.add_argument("--bundle", required=True, type=T.path)
     ki.add_argument("--hw")
     ki.set_defaults(func=cmd_kernel_internals)
 
     jo = _sub(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join)
-    jo.add_argument("--ncu", required=True, help="bundle or report")
-    jo.add_argument("--nsys", help="nsys stats --report cuda_gpu_kern_sum --format csv output")
-    jo.add_argument("--zymtrace", help="CSV of sample shares: name, share %%")
+    jo.add_argument("--ncu", required=True, type=T.path, help="bundle or report")
+    jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output")
+    jo.add_argument("--zymtrace", type=T.path, help="CSV of sample shares: name, share %%")
     jo.add_argument("--hw")
     jo.add_argument("--format", choices=("table", "csv", "markdown"), default="table")
 
     di = _sub(sub, "diff", "compare two bundles kernel by kernel (same context only)", cmd_diff)
-    di.add_argument("baseline", help="bundle or report: the baseline")
-    di.add_argument("candidate", help="bundle or report: the candidate")
+    di.add_argument("baseline", type=T.path, help="bundle or report: the baseline")
+    di.add_argument("candidate", type=T.path, help="bundle or report: the candidate")
     di.add_argument("--allow-mismatch", action="store_true", help="compare even when device/set/shapes/model differ")
     di.add_argument("--hw")
 
@@ -407,20 +410,20 @@ def parser() -> argparse.ArgumentParser:
 
     la = _sub(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
               cmd_launch)
-    la.add_argument("--port", type=int, help="base port (ncu default 49152)")
-    la.add_argument("--ncu")
+    la.add_argument("--port", type=T.port, help="base port (ncu default 49152)")
+    la.add_argument("--ncu", type=T.path)
     la.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")
 
     ce = _sub(sub, "ceilings", "ceilings files", lambda _: 2)
     m = ce.add_subparsers(dest="ceilings_command", required=True).add_parser(
         "measure", help="measure achievable copy bandwidth and matmul peaks on this GPU")
-    m.add_argument("--out", default="measured-ceilings.yaml")
+    m.add_argument("--out", default="measured-ceilings.yaml", type=T.path)
     m.add_argument("--hw", help="key for the measured entry (default: from the GPU name)")
     m.set_defaults(func=cmd_measure)
     return p
 
 
-def _campaign_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _campaign_parser(sub: argparse._SubParsersAction[T.Parser]) -> None:
     cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", cmd_campaign)
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
     for name, text in (("import-ncu", "import a bundle/.ncu-rep/CSV as a cell (idempotent)"),
@@ -428,21 +431,23 @@ def _campaign_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                        ("export", "one kernels table as Parquet")):
         sp = cp_sub.add_parser(name, help=text)
         sp.add_argument("--campaign", required=True)
-        sp.add_argument("--root", default="campaigns", help="directory holding campaigns (default ./campaigns)")
+        sp.add_argument("--root", default="campaigns", type=T.path,
+                        help="directory holding campaigns (default ./campaigns)")
         sp.set_defaults(func=cmd_campaign)
         if name == "import-ncu":
             sp.add_argument("--cell-id", required=True)
-            sp.add_argument("--bundle", action="append", help="bundle dir, .ncu-rep or CSV export (repeatable)")
+            sp.add_argument("--bundle", action="append", type=T.path,
+                            help="bundle dir, .ncu-rep or CSV export (repeatable)")
             sp.add_argument("--hw")
         elif name == "render":
-            sp.add_argument("--out", help="default: <root>/<campaign>/report.html")
+            sp.add_argument("--out", type=T.path, help="default: <root>/<campaign>/report.html")
         elif name == "check":
             sp.add_argument("--strict", action="store_true")
         else:
-            sp.add_argument("--parquet", required=True, help="output directory")
+            sp.add_argument("--parquet", required=True, type=T.path, help="output directory")
 
 
-def _k8s_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _k8s_parser(sub: argparse._SubParsersAction[T.Parser]) -> None:
     from .k8s.sister import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
     k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", cmd_k8s)
@@ -453,7 +458,7 @@ def _k8s_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         kp = k8_sub.add_parser(name, help=text, description=text)
         kp.set_defaults(func=cmd_k8s)
         kp.add_argument("-n", "--namespace", default="default")
-        kp.add_argument("--timeout", type=float, default=600.0, help="seconds for every wait (default 600)")
+        kp.add_argument("--timeout", type=T.seconds, default=600.0, help="seconds for every wait (default 600)")
         if name == "cleanup":
             kp.add_argument("--release", help="one sister release (refused unless kernelscope made it)")
             kp.add_argument("--expired", action="store_true", help="only sisters past their expiry")
@@ -478,12 +483,14 @@ def _k8s_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             kp.add_argument("--entrypoint", help="the image's ENTRYPOINT, for a container that sets only args")
             kp.add_argument("--pod-per-kernel", action="store_true",
                             help="one sister per kernel (a model load each) instead of one filter covering all")
-            kp.add_argument("--warmup-requests", type=int, default=0,
+            kp.add_argument("--warmup-requests", type=T.count, default=0,
                             help="OpenAI-style requests sent to the sister itself once Ready, so the kernels run")
             kp.add_argument("--warmup-path", default="/v1/completions")
-            kp.add_argument("--warmup-port", type=int, help="the server's port (default: its --port or containerPort)")
+            kp.add_argument("--warmup-port", type=T.port,
+                            help="the server's port (default: its --port or containerPort)")
             kp.add_argument("--warmup-body", help="JSON body (default: a short completion for the served model)")
-            kp.add_argument("--ttl", type=int, default=3600, help="the sister's hard expiry, seconds (default 3600)")
+            kp.add_argument("--ttl", type=T.positive, default=3600,
+                            help="the sister's hard expiry, seconds (default 3600)")
 
 
 def split_target(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -506,13 +513,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
-    except BaseException as exc:  # Interrupted (SIGTERM/SIGHUP) after cleanup
-        from .k8s.capture import Interrupted
-
-        if isinstance(exc, Interrupted):
-            print(f"kernelscope: stopped by {exc}", file=sys.stderr)
-            return 128 + exc.signum
-        raise
+    except Interrupted as exc:  # SIGTERM/SIGHUP (or SIGINT during a k8s capture), after cleanup
+        print(f"kernelscope: stopped by {exc}", file=sys.stderr)
+        return 128 + exc.signum
 
 
 if __name__ == "__main__":

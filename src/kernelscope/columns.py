@@ -9,10 +9,12 @@ in one table at the bottom. The JSON schema in `schema/` is generated from this 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from . import typed
 from .analysis.categories import categorize
 from .model import Assessment, KernelRecord
 
@@ -59,6 +61,11 @@ def _unmeasured(a: Assessment) -> list[str]:
     names += [n for n, v in (("pct_sol_compute", a.pct_sol_compute), ("pct_sol_memory", a.pct_sol_memory))
               if v is None and n not in names]
     return names
+
+
+def _fields(flat: Any) -> dict[str, Any]:
+    """A dataclass of plain fields as a dict (dataclasses.asdict deep-copies: ~10x slower)."""
+    return {f.name: getattr(flat, f.name) for f in fields(flat)}
 
 
 def _num(name: str, unit: str, doc: str, get: Callable[[Any], Any] | None = None) -> Column:
@@ -115,7 +122,7 @@ RECORD: tuple[Column, ...] = (
     _num("simt_efficiency_pct", "% of 32 threads", "active threads per executed instruction"),
     Column("warp_stalls", "map", "% of stalled warp-cycles", "stall reasons, sums to 100", _map("warp_stalls")),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",
-           lambda r: [asdict(x) for x in r.ncu_rules], nullable=False),
+           lambda r: [_fields(x) for x in r.ncu_rules], nullable=False),
     Column("notes", "list", "", "how figures were derived where it matters", lambda r: list(r.notes),
            nullable=False),
 )
@@ -134,7 +141,7 @@ PLACED: tuple[Column, ...] = (
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
     Column("limiters", "list", "", "what limits it, with the figures", lambda a: list(a.limiters), nullable=False),
     Column("next_levers", "list", "", "ranked levers: rule, action, expected, confirm, gain, cost",
-           lambda a: [asdict(lv) for lv in a.next_levers], nullable=False),
+           lambda a: [_fields(lv) for lv in a.next_levers], nullable=False),
     Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
            lambda a: None if a.analytic is None else dict(a.analytic)),
     Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
@@ -163,12 +170,69 @@ PERFBENCH_V1: dict[str, str] = {
 
 def kernel_object(a: Assessment) -> dict[str, Any]:
     """The JSON kernel object: every column, nulls where unmeasured."""
-    return {**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}}
+    return _finite({**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}})
 
 
 def record_object(rec: KernelRecord) -> dict[str, Any]:
     """A KernelRecord alone (no ceilings): its own columns, with what was not measured."""
-    return {**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)}
+    return _finite({**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)})
+
+
+def _finite(obj: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN or Infinity: a figure that overflowed (e.g. a ratio over a near-zero duration
+    in a hostile report) becomes null, and a note says which and why."""
+    floats = [v for v in obj.values() if type(v) is float]
+    floats += [v for m in obj.values() if type(m) is dict for v in m.values() if type(v) is float]
+    try:
+        if math.isfinite(math.fsum(floats)):  # the common case in one C call
+            return obj
+    except (OverflowError, ValueError):  # huge finite values, or inf - inf: look one by one
+        pass
+    bad = []
+    for name, value in obj.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            obj[name] = None
+            bad.append(name)
+        elif isinstance(value, dict) and any(isinstance(v, float) and not math.isfinite(v) for v in value.values()):
+            obj[name] = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in value.items()}
+            bad.append(name)
+    if bad:
+        obj["notes"] = [*obj["notes"], f"not a finite number (overflow from the input's values), shown as null: "
+                                       f"{', '.join(bad)}"]
+    return obj
+
+
+_KINDS: dict[Kind, Callable[[Any], bool]] = {
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "text": lambda v: isinstance(v, str), "map": lambda v: isinstance(v, dict), "list": lambda v: isinstance(v, list),
+}
+
+
+def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
+    """The inverse of kernel_object: an Assessment from a stored kernel object (a campaign cell), every
+    field type-checked, so reports can be drawn from cells without re-reading the sources. The raw
+    counters are not stored, so `record.metrics` is empty."""
+    if not isinstance(obj, Mapping):
+        raise typed.TypeProblem(f"{where}: expected a map, got {type(obj).__name__}")
+    for c in COLUMNS:  # the derived columns (category, pct_sol, ...) too: gates and exports read them
+        value = obj.get(c.name)
+        if not (value is None and c.nullable) and not _KINDS[c.kind](value):
+            raise typed.TypeProblem(f"{where}.{c.name}: expected {c.kind}{' or null' if c.nullable else ''}, "
+                                    f"got {value!r:.80}")
+    rec = {f.name: obj[f.name] for f in fields(KernelRecord) if f.name in obj}
+    flops = obj.get("flops")
+    rec["flops"] = {k: v for k, v in flops.items() if k != "total"} if isinstance(flops, Mapping) else flops
+    placed = {c.name for c in PLACED}
+    unmeasured = obj.get("unmeasured")
+    rec["unmeasured"] = [n for n in unmeasured if not (isinstance(n, str) and n in placed)] \
+        if isinstance(unmeasured, list) else unmeasured
+    rec["metrics"] = {}
+    doc = {f.name: obj[f.name] for f in fields(Assessment) if f.name in obj}
+    doc["record"] = rec
+    if "pct_of_achievable" in obj:
+        doc["achievable"] = obj["pct_of_achievable"]
+    return typed.build(Assessment, doc, where)
 
 
 def flatten(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,8 @@ one line naming the file (or the option) and what is wrong, with exit code 2."""
 
 from __future__ import annotations
 
+import signal
+
 
 class KernelscopeError(Exception):
     """Base of every error kernelscope raises on purpose (the Python API raises nothing else)."""
@@ -27,3 +29,12 @@ class PlanError(KernelscopeError):
 
 class KubeError(KernelscopeError):
     """kubectl or helm failed, timed out, or the cluster is in a state the run cannot go on from."""
+
+
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM, SIGHUP) asked us to stop: `finally` blocks clean up, then the CLI
+    exits 128 + signal. A BaseException, like KeyboardInterrupt, so no `except Exception` eats it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum

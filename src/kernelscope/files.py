@@ -5,16 +5,19 @@ are read only from regular files and only up to a size limit, so a FIFO cannot h
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, KernelscopeError
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_INPUT_BYTES = 4 << 30  # a report larger than 4 GiB is refused before it is read
 
@@ -108,23 +111,52 @@ def read_text(path: Path, limit: int = 64 << 20, what: str = "file") -> str:
         raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from exc
 
 
-class _PlainYamlLoader(yaml.SafeLoader):
+@functools.cache
+def _plain_yaml_loader() -> type[yaml.SafeLoader]:
     """Safe YAML without anchors and aliases: a 538-byte file of nested aliases can otherwise
-    expand to gigabytes ("billion laughs"); kernelscope's YAML files never need them."""
+    expand to gigabytes ("billion laughs"); kernelscope's YAML files never need them. Built on first
+    use so that importing this module does not import PyYAML (start-up time)."""
+    import yaml
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed here", event.start_mark)
-        return super().compose_node(parent, index)  # type: ignore[arg-type]
+    class PlainYamlLoader(yaml.SafeLoader):
+        def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed here", event.start_mark)
+            return super().compose_node(parent, index)  # type: ignore[arg-type]
+
+    return PlainYamlLoader
+
+
+def parse_yaml(text: str, shown: object, what: str) -> Any:
+    """YAML text (no aliases, no tags beyond the safe ones) -> plain data, or one InputError."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_plain_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(shown, f"{what} is not valid YAML{where} ({getattr(exc, 'problem', None) or exc})") from exc
+    except RecursionError as exc:
+        raise InputError(shown, f"{what} nests too deeply") from exc
 
 
 def load_yaml(path: Path, what: str, limit: int = 1 << 20) -> Any:
     """A small YAML file (config, ceilings): bounded, UTF-8, no aliases, one clear error if bad."""
+    return parse_yaml(read_text(path, limit, what), path, what)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
+    """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad."""
     text = read_text(path, limit, what)
     try:
-        return yaml.load(text, Loader=_PlainYamlLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(path, f"{what} is not valid YAML{where} ({getattr(exc, 'problem', None) or exc})") from exc
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InputError(path, f"{what} is not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(path, f"{what} nests too deeply") from exc

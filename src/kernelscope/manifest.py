@@ -9,18 +9,16 @@ never a crash or a silent "?".
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Literal
 
+from . import typed
 from .errors import InputError
-from .files import read_text
+from .files import load_json
 
 SCHEMA_VERSION = 2
 KIND = "kernelscope-bundle"
@@ -143,82 +141,7 @@ class BundleManifest:
         return tuple(c for c in self.captures if c.error is not None)
 
     def to_json(self) -> str:
-        return json.dumps(_plain(self), indent=1, allow_nan=False) + "\n"
-
-
-# -- typed JSON <-> dataclasses ------------------------------------------------------------------
-T = TypeVar("T")
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _convert(tp: Any, value: Any, where: str) -> Any:
-    origin = get_origin(tp)
-    if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        options = get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        problems = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _convert(option, value, where)
-            except _TypeProblem as exc:
-                problems.append(str(exc))
-        raise _TypeProblem(problems[0] if problems else f"{where}: unexpected null")
-    if origin is Literal:
-        if value not in get_args(tp):
-            raise _TypeProblem(f"{where}: {value!r} is not one of {', '.join(map(repr, get_args(tp)))}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise _TypeProblem(f"{where}: expected a list, got {type(value).__name__}")
-        (item,) = get_args(tp)[:1]
-        return tuple(_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin in (Mapping, dict) or tp is dict:
-        if not isinstance(value, dict):
-            raise _TypeProblem(f"{where}: expected a map, got {type(value).__name__}")
-        _, item = get_args(tp) or (str, Any)
-        return {str(k): _convert(item, v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass(tp, value, where)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _TypeProblem(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp in (int, str, bool):
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise _TypeProblem(f"{where}: expected {tp.__name__}, got {value!r}")
-        return value
-    raise _TypeProblem(f"{where}: unsupported type {tp!r}")  # pragma: no cover - a schema bug
-
-
-class _TypeProblem(Exception):
-    pass
-
-
-def _dataclass(cls: type[T], value: Any, where: str) -> T:
-    if not isinstance(value, dict):
-        raise _TypeProblem(f"{where}: expected a map, got {type(value).__name__}")
-    hints = get_type_hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in value:
-            kwargs[f.name] = _convert(hints[f.name], value[f.name], f"{where}.{f.name}" if where else f.name)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise _TypeProblem(f"{where + '.' if where else ''}{f.name}: missing")
-    return cls(**kwargs)
+        return json.dumps(typed.plain(self), indent=1, allow_nan=False) + "\n"
 
 
 def parse(doc: Any, path: Path | str) -> BundleManifest:
@@ -228,17 +151,13 @@ def parse(doc: Any, path: Path | str) -> BundleManifest:
         raise InputError(path, f"bundle manifest schema_version {doc.get('schema_version')!r}; this kernelscope "
                                f"reads {SCHEMA_VERSION} (recapture, or use the kernelscope that wrote it)")
     try:
-        return _dataclass(BundleManifest, doc, "")
-    except _TypeProblem as exc:
+        return typed.build(BundleManifest, doc)
+    except typed.TypeProblem as exc:
         raise InputError(path, f"bad bundle manifest: {exc}") from exc
 
 
 def read(path: Path) -> BundleManifest:
-    try:
-        doc = json.loads(read_text(path, 16 << 20, "bundle manifest"))
-    except ValueError as exc:
-        raise InputError(path, f"bundle manifest is not valid JSON ({exc})") from exc
-    return parse(doc, path)
+    return parse(load_json(path, "bundle manifest", 16 << 20), path)
 
 
 def sha256_file(path: Path) -> str:

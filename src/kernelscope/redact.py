@@ -4,7 +4,7 @@ writes to a bundle, prints (`--dry-run`, `inspect`) or puts in a report goes thr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 MASK = "<redacted>"
@@ -23,32 +23,42 @@ def _scrub_text(text: str) -> str:
     return URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
 
 
+def _split(args: Sequence[str]) -> Iterator[tuple[str, str | None]]:
+    """Each arg as it may be shown, with the secret it hides (None when it hides none)."""
+    mask_next = False
+    for arg in args:
+        if mask_next:
+            mask_next = False
+            yield MASK, arg
+            continue
+        if arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            if is_secret_name(name.lstrip("-")):
+                if eq:
+                    yield f"{name}={MASK}", value
+                else:
+                    mask_next = True
+                    yield arg, None
+                continue
+        m = ASSIGNMENT.match(arg)
+        if m and is_secret_name(m.group("name")):
+            yield f"{m.group('name')}={MASK}", m.group("value")
+            continue
+        yield _scrub_text(arg), None
+
+
 def argv(args: Sequence[str]) -> list[str]:
     """A command line with the values of secret-looking options and assignments masked:
     `--api-key sk-1` and `--api-key=sk-1` -> `--api-key <redacted>`, `HF_TOKEN=x` -> `HF_TOKEN=<redacted>`,
     and credentials inside URLs."""
-    out: list[str] = []
-    mask_next = False
-    for arg in args:
-        if mask_next:
-            out.append(MASK)
-            mask_next = False
-            continue
-        if arg.startswith("-"):
-            name, eq, _ = arg.partition("=")
-            if is_secret_name(name.lstrip("-")):
-                if eq:
-                    out.append(f"{name}={MASK}")
-                else:
-                    out.append(arg)
-                    mask_next = True
-                continue
-        m = ASSIGNMENT.match(arg)
-        if m and is_secret_name(m.group("name")):
-            out.append(f"{m.group('name')}={MASK}")
-            continue
-        out.append(_scrub_text(arg))
-    return out
+    return [shown for shown, _ in _split(args)]
+
+
+def secret_values(args: Sequence[str]) -> tuple[str, ...]:
+    """The values `argv` masks, so that free text (ncu's output, which echoes the program's own
+    output: vLLM prints its arguments at start-up) can be scrubbed of them too. Values shorter than
+    4 characters are left out: masking every "1" would garble a log and hide no secret."""
+    return tuple(sorted({v for _, v in _split(args) if v is not None and len(v) >= 4}, key=len, reverse=True))
 
 
 def env_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -65,6 +75,9 @@ def env_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def text(value: str) -> str:
-    """Free text (a log line, an error message) with credentials in URLs masked."""
+def text(value: str, secrets: Iterable[str] = ()) -> str:
+    """Free text (a log line, an error message) with credentials in URLs masked, and every known
+    secret value (see `secret_values`) replaced wherever it appears."""
+    for secret in secrets:
+        value = value.replace(secret, MASK)
     return _scrub_text(value)

@@ -4,36 +4,27 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
-from ..ingest import bundle_manifest, iter_inputs
+from ..ingest import Inputs, bundle_manifest, iter_inputs
+from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest
 from ..model import Assessment, KernelRecord
 from .derive import derive
 from .roofline import place
 from .verdict import assess
 
-Inputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-
-
-def as_paths(paths: Inputs) -> list[Path]:
-    """One input or several, as paths (a bare string or Path is one input, never its characters)."""
-    if isinstance(paths, (str, os.PathLike)):
-        return [Path(paths)]
-    if not isinstance(paths, Sequence):
-        raise KernelscopeError(f"inputs: expected a path or a list of paths, got {type(paths).__name__}")
-    return [Path(p) for p in paths]
-
 
 def kernel_matcher(pattern: str | None) -> re.Pattern[str] | str | None:
     """ncu's own convention: `regex:EXPR` searches, anything else must equal the name."""
     if pattern is None:
         return None
+    if not isinstance(pattern, str):
+        raise KernelscopeError(f"--kernel: expected a string, got {type(pattern).__name__}")
     if pattern.startswith("regex:"):
         try:
             return re.compile(pattern[len("regex:"):])

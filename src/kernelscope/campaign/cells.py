@@ -2,17 +2,24 @@
 column spec), importable from a bundle, a .ncu-rep or CSV exports. Import copies the sources into
 the cell and is idempotent: the same inputs give the same bytes.
 
-Writes are crash- and concurrency-safe: one lock per campaign, the new cell staged in a hidden
-folder and renamed in, the old one moved aside first and deleted last, so a kill at any moment
-leaves either the old cell or the new one, and readers skip hidden folders.
+Writes are crash- and concurrency-safe: one lock per campaign (an flock, released by the kernel
+when its holder dies), the new cell staged in a hidden folder and swapped in whole. On Linux the
+swap is one atomic renameat2(RENAME_EXCHANGE), so a kill at any moment leaves the old cell or the
+new one under the cell's name, never neither; elsewhere the old cell is moved aside first and put
+back by the next writer if a kill came between the two renames. Every writer, on taking the lock,
+first removes what killed writers left (hidden stages, cells moved aside), and readers skip
+hidden folders.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,50 +29,133 @@ from typing import Any
 from ..analysis.pipeline import analyze, bundles
 from ..columns import SCHEMA_VERSION, kernel_object
 from ..errors import InputError, KernelscopeError
-from ..files import write_file
+from ..files import MAX_INPUT_BYTES, write_file
 from ..ingest import expand
 from ..manifest import sha256_file
 from .store import CELL_FILE, campaign_dir, cell_dir, ensure_config
 
 SOURCES = "sources"
+STAGE, ASIDE = "importing", "old"  # hidden folders: .<cell>.importing.<random>, .<cell>.old.<random>
 
 
 @contextmanager
 def campaign_lock(root: Path, slug: str) -> Iterator[None]:
-    """One writer at a time per campaign (an flock: released by the kernel if the process dies)."""
+    """One writer at a time per campaign; whatever a killed writer left is cleaned up first."""
     directory = campaign_dir(root, slug)
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / ".lock").open("a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
+            recover(directory / "cells")
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _copy_sources(inputs: list[str], stage: Path) -> list[Path]:
-    """Copy every input (a bundle dir whole, or a file) under `stage`; links are not followed out."""
+def recover(cells: Path) -> None:
+    """Under the lock no import is in flight, so every hidden folder is a dead writer's: a cell
+    moved aside goes back if its place is empty (a kill between the two renames), the rest goes."""
+    if not cells.is_dir():
+        return
+    for entry in sorted(cells.iterdir()):
+        parts = entry.name.split(".")
+        if not entry.name.startswith(".") or len(parts) < 4 or parts[-2] not in (STAGE, ASIDE):
+            continue
+        home = cells / ".".join(parts[1:-2])
+        if parts[-2] == ASIDE and (entry / "cell").is_dir() and not home.exists():
+            os.replace(entry / "cell", home)
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2 with RENAME_EXCHANGE); False where the
+    system or file system cannot, and the caller falls back to two renames."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _swap_in(stage: Path, target: Path) -> Path:
+    """Put the staged cell at `target`; returns the hidden folder now holding the old cell (if any)."""
+    if not target.exists():
+        os.replace(stage, target)
+        return stage
+    if _exchange(stage, target):
+        return stage
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.{ASIDE}.", dir=target.parent))
+    os.replace(target, aside / "cell")
+    os.replace(stage, target)  # a kill before this line: recover() puts the old cell back
+    return aside
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    st = src.lstat()
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(src, "not a regular file (device, FIFO or socket); refusing to copy it")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise InputError(src, f"{st.st_size:,} bytes, over the {MAX_INPUT_BYTES:,}-byte limit")
+    shutil.copyfile(src, dst, follow_symlinks=False)
+
+
+def _copy_link(src: Path, dst: Path, root: Path) -> None:
+    """A link is copied as a link, and only if it stays inside the bundle by its own text (so it
+    still does in the copy): relative, and not climbing out."""
+    target = os.readlink(src)
+    lexical = os.path.normpath(os.path.join(os.path.dirname(os.path.relpath(src, root)), target))
+    if os.path.isabs(target) or lexical == ".." or lexical.startswith(("../", "/")):
+        raise InputError(src, "a link that leads outside the bundle; refusing to copy it")
+    os.symlink(target, dst)
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    """A bundle directory, without hidden entries (an interrupted capture's staging), following no link."""
+    dst.mkdir()
+    for dirpath, dirnames, filenames in os.walk(src):
+        here = Path(dirpath)
+        out = dst / here.relative_to(src)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in dirnames:
+            if (here / name).is_symlink():
+                _copy_link(here / name, out / name, src)
+            else:
+                (out / name).mkdir()
+        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            if (here / name).is_symlink():
+                _copy_link(here / name, out / name, src)
+            else:
+                _copy_file(here / name, out / name)
+
+
+def _copy_sources(inputs: list[str], stage: Path) -> dict[Path, str]:
+    """Copy every input (a bundle dir whole, or a file) under `stage`; copy -> the input it came from."""
     stage.mkdir(parents=True, exist_ok=True)
-    copies = []
+    copies = {}
     for i, raw in enumerate(inputs):
-        src = Path(raw)
-        dst = stage / f"{i:02d}-{src.name}"
+        dst = stage / f"{i:02d}-{Path(raw).name}"
+        src = Path(raw).resolve()  # the input itself may be a link the user gave; links inside a bundle stay links
         if src.is_dir():
-            root = src.resolve()
-            for path in src.rglob("*"):
-                if path.is_symlink() and not path.resolve().is_relative_to(root):
-                    raise InputError(path, "a link that leads outside the bundle; refusing to copy it")
-            shutil.copytree(src, dst, symlinks=True)
+            _copy_tree(src, dst)
         else:
-            shutil.copyfile(src, dst)
-        copies.append(dst)
+            _copy_file(src, dst)
+        copies[dst] = raw
     return copies
 
 
-def _sources(inputs: list[str], copies: list[Path], stage: Path) -> list[dict[str, Any]]:
-    manifests = bundles(copies)
+def _sources(copies: dict[Path, str], stage: Path) -> list[dict[str, Any]]:
+    manifests = bundles(list(copies))
     out = []
-    for raw, copy in zip(inputs, copies, strict=True):
+    for copy, raw in copies.items():
         files = [copy] if copy.is_file() else sorted(p for p in copy.rglob("*") if p.is_file() and not p.is_symlink())
         m = manifests.get(copy)
         out.append({
@@ -76,38 +166,44 @@ def _sources(inputs: list[str], copies: list[Path], stage: Path) -> list[dict[st
     return out
 
 
+def _original(exc: InputError, copies: dict[Path, str]) -> InputError:
+    """An error about a staged copy, told about the user's own input."""
+    for copy, raw in copies.items():
+        if exc.path == str(copy) or exc.path.startswith(f"{copy}{os.sep}"):
+            return InputError(raw + exc.path[len(str(copy)):], exc.problem)
+    return exc
+
+
+def _cell_document(slug: str, cell_id: str, copies: dict[Path, str], stage: Path, hw: str | None) -> str:
+    try:
+        items, _ = analyze(list(copies), hw=hw)
+    except InputError as exc:
+        raise _original(exc, copies) from exc
+    kernels = [kernel_object(a) for a in items]
+    for k in kernels:  # paths inside the cell, never this machine's
+        k["source"] = str(Path(k["source"]).relative_to(stage))
+    doc = {"schema_version": SCHEMA_VERSION, "campaign": slug, "cell_id": cell_id,
+           "hw_key": items[0].hw_key, "captured_sources": _sources(copies, stage), "kernels": kernels}
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
 def import_ncu(root: Path, slug: str, cell_id: str, inputs: list[str], hw: str | None = None) -> Path:
     """Analyse the inputs and (re)write the cell; the cell is replaced whole, never half-written."""
     target = cell_dir(root, slug, cell_id)
     if not inputs:
         raise KernelscopeError("give at least one bundle dir, .ncu-rep or CSV export to import")
     expand(inputs)  # refuse missing inputs before touching the campaign
-    with campaign_lock(root, slug):
-        ensure_config(root, slug)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{cell_id}.importing.", dir=target.parent))
-        aside: Path | None = None
-        try:
-            copies = _copy_sources(inputs, stage / SOURCES)
-            items, _ = analyze(copies, hw=hw)
-            if not items:
-                raise KernelscopeError(f"{', '.join(inputs)}: no kernel launches to import")
-            kernels = [kernel_object(a) for a in items]
-            for k in kernels:  # paths inside the cell, never this machine's
-                k["source"] = str(Path(k["source"]).relative_to(stage))
-            doc = {"schema_version": SCHEMA_VERSION, "campaign": slug, "cell_id": cell_id,
-                   "hw_key": items[0].hw_key, "captured_sources": _sources(inputs, copies, stage), "kernels": kernels}
-            write_file(json.dumps(doc, indent=1, allow_nan=False) + "\n", stage / CELL_FILE)
-            if target.exists():
-                aside = Path(tempfile.mkdtemp(prefix=f".{cell_id}.old.", dir=target.parent))
-                os.replace(target, aside / "cell")
-            os.replace(stage, target)
-        except BaseException:
-            if aside is not None and not target.exists():
-                os.replace(aside / "cell", target)  # put the old cell back
-            raise
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
-            if aside is not None:
-                shutil.rmtree(aside, ignore_errors=True)
+    try:
+        with campaign_lock(root, slug):
+            ensure_config(root, slug)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            stage = old = Path(tempfile.mkdtemp(prefix=f".{cell_id}.{STAGE}.", dir=target.parent))
+            try:
+                copies = _copy_sources(inputs, stage / SOURCES)
+                write_file(_cell_document(slug, cell_id, copies, stage, hw), stage / CELL_FILE)
+                old = _swap_in(stage, target)
+            finally:
+                shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old cell
+    except OSError as exc:
+        raise KernelscopeError(f"{target}: cannot write the cell ({exc.strerror or exc})") from exc
     return target / CELL_FILE

@@ -23,7 +23,7 @@ def rows(root: Path, slug: str) -> list[dict[str, Any]]:
         for k in cell.get("kernels", []):
             out.append({"campaign": slug, "cell_id": cell_id,
                         **{f"context_{f}": (None if v is None else str(v)) for f, v in context.items()},
-                        **{f"cell_{f}": v for f, v in ctx.items()}, **flatten(k)})
+                        **{f"cell_{f}": (None if v is None else str(v)) for f, v in ctx.items()}, **flatten(k)})
     return out
 
 

@@ -5,23 +5,24 @@ Slugs and cell ids are names, never paths: letters, digits, '.', '_' and '-', no
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..columns import assessment
 from ..errors import InputError, KernelscopeError
-from ..files import load_yaml, read_text, write_file
+from ..files import MAX_INPUT_BYTES, load_json, load_yaml, write_file
+from ..typed import TypeProblem
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 CELL_FILE = "ncu_kernels.json"
 
 
 def check_name(kind: str, value: str) -> str:
-    if not NAME.fullmatch(value) or ".." in value:
-        raise KernelscopeError(f"{kind} {value!r}: use letters, digits, '.', '_' and '-' only (no '/', no '..')")
+    if not isinstance(value, str) or not NAME.fullmatch(value) or ".." in value:
+        raise KernelscopeError(f"{kind} {value!r:.120}: use letters, digits, '.', '_' and '-' only (no '/', no '..')")
     return value
 
 
@@ -34,9 +35,23 @@ def cell_dir(root: Path, slug: str, cell_id: str) -> Path:
 
 
 def read_config(path: Path) -> dict[str, Any]:
+    """A campaign config, its fields type-checked (the gates and the report read them blindly)."""
     doc = load_yaml(path, "campaign config") or {}
     if not isinstance(doc, dict):
         raise InputError(path, "campaign config must be a YAML map")
+    context = doc.get("context") or {}
+    if not isinstance(context, dict) or any(isinstance(v, (dict, list)) for v in context.values()):
+        raise InputError(path, "campaign config: context must be a map of field: text")
+    for key, fields in (("comparisons", ("baseline", "candidate")), ("claims", ("cell",))):
+        entries = doc.get(key) or []
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError(path, f"campaign config: {key} must be a list of maps")
+        for e in entries:
+            if any(not isinstance(e.get(f), str) for f in fields):
+                raise InputError(path, f"campaign config: each of {key} needs {' and '.join(fields)} (cell ids)")
+            if key == "claims" and "pct_sol" in e and (isinstance(e["pct_sol"], bool)
+                                                       or not isinstance(e["pct_sol"], (int, float))):
+                raise InputError(path, f"campaign config: claims' pct_sol must be a number, got {e['pct_sol']!r:.40}")
     return doc
 
 
@@ -59,14 +74,28 @@ def ensure_config(root: Path, slug: str) -> Path:
 
 
 def cells(root: Path, slug: str) -> dict[str, dict[str, Any]]:
-    """cell id -> its ncu_kernels.json document, in id order."""
+    """cell id -> its ncu_kernels.json document, checked, in id order (hidden folders are not cells)."""
     base = campaign_dir(root, slug) / "cells"
     found = {}
     for path in sorted(base.glob(f"*/{CELL_FILE}")):
-        if path.parent.name.startswith("."):  # staging or a cell moved aside: not a cell
-            continue
-        try:
-            found[path.parent.name] = json.loads(read_text(path, what="campaign cell"))
-        except ValueError as exc:
-            raise InputError(path, f"not valid JSON ({exc})") from exc
+        if not path.parent.name.startswith("."):  # staging or a cell moved aside: not a cell
+            found[path.parent.name] = read_cell(path)
     return found
+
+
+def read_cell(path: Path) -> dict[str, Any]:
+    """One cell document; every kernel must be a valid kernel object of the column spec."""
+    doc = load_json(path, "campaign cell", MAX_INPUT_BYTES)
+    if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
+        raise InputError(path, "campaign cell: not a map with a kernels list")
+    for key in ("campaign", "cell_id", "hw_key"):
+        if not isinstance(doc.get(key), str):
+            raise InputError(path, f"campaign cell: {key} must be text, got {doc.get(key)!r:.40}")
+    sources = doc.get("captured_sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, dict) for s in sources):
+        raise InputError(path, "campaign cell: captured_sources must be a list of maps")
+    try:
+        doc["items"] = [assessment(k, f"kernels[{i}]") for i, k in enumerate(doc["kernels"])]
+    except TypeProblem as exc:
+        raise InputError(path, f"campaign cell: {exc}") from exc
+    return doc

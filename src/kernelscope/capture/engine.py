@@ -66,7 +66,9 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
     env = {**os.environ, **dict(plan.env)}
     progress(f"ncu {unit.kernel_filter or 'all kernels'} ({unit.index}/{len(plan.units())})")
     outcome = transport.capture(argv, remote, local, env, timeout, progress)
-    (stage / f"{stem}.log").write_text(redact.text(outcome.output))
+    # the program's output passes through ncu's: any secret it was given (argv, or env ours or the plan's) is masked
+    secrets = redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())])
+    (stage / f"{stem}.log").write_text(redact.text(outcome.output, secrets))
     profiled = tuple(PROFILED.findall(outcome.output))
     base = dict(kernel_filter=unit.kernel_filter, kernels=unit.kernels, ncu_argv=tuple(shown),
                 exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
@@ -88,7 +90,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                 found = [d for d in found if d.cause != "filter-matched-nothing"] + listed
         tail = "" if found else "; ncu said: " + " | ".join(outcome.output.strip().splitlines()[-4:])
         error = f"ncu profiled no kernel for --kernel {unit.kernel_filter!r} (exit {outcome.exit_code}){tail}"
-        return CaptureRecord(report=None, error=redact.text(error), causes=tuple(d.cause for d in found),
+        return CaptureRecord(report=None, error=redact.text(error, secrets), causes=tuple(d.cause for d in found),
                              **base), found  # type: ignore[arg-type]
     exports = {}
     for page, section, suffix in EXPORTS:

@@ -14,10 +14,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.categories import pattern
-from ..manifest import Analytic
+from ..argtypes import amount, count, positive
+
+if TYPE_CHECKING:  # imported in work(): `kernelscope --help` builds the op parser and must start fast
+    from ..manifest import Analytic
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
@@ -34,6 +37,8 @@ OPS = ("attention", "callable", "gemm", "rmsnorm", "softmax")
 
 def work(a: argparse.Namespace) -> Analytic:
     """Analytic FLOP and bytes of one call, from the shapes (conventions noted per op)."""
+    from ..manifest import Analytic
+
     b = DTYPE_BYTES[a.dtype]
     if a.op == "gemm":
         out = 2 if a.dtype == "fp8" else b  # fp8 _scaled_mm writes bf16
@@ -113,23 +118,23 @@ def add_op_arguments(p: argparse.ArgumentParser) -> None:
     """The harness's options, defined once: the harness and `kernelscope op` both call this."""
     p.add_argument("op", choices=OPS, help="the library op to call")
     p.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES), help="operand precision (default bf16)")
-    p.add_argument("--m", type=int, default=4096, help="GEMM rows of A and C (default 4096)")
-    p.add_argument("--n", type=int, default=4096, help="GEMM columns of B and C (default 4096)")
-    p.add_argument("--k", type=int, default=4096, help="GEMM reduction dimension (default 4096)")
-    p.add_argument("--batch", type=int, default=4, help="attention batch (default 4)")
-    p.add_argument("--heads", type=int, default=32, help="attention heads (default 32)")
-    p.add_argument("--seq", type=int, default=2048, help="attention sequence length (default 2048)")
-    p.add_argument("--head-dim", type=int, default=128, help="attention head dimension (default 128)")
+    p.add_argument("--m", type=positive, default=4096, help="GEMM rows of A and C (default 4096)")
+    p.add_argument("--n", type=positive, default=4096, help="GEMM columns of B and C (default 4096)")
+    p.add_argument("--k", type=positive, default=4096, help="GEMM reduction dimension (default 4096)")
+    p.add_argument("--batch", type=positive, default=4, help="attention batch (default 4)")
+    p.add_argument("--heads", type=positive, default=32, help="attention heads (default 32)")
+    p.add_argument("--seq", type=positive, default=2048, help="attention sequence length (default 2048)")
+    p.add_argument("--head-dim", type=positive, default=128, help="attention head dimension (default 128)")
     p.add_argument("--causal", action="store_true", help="causal attention mask")
-    p.add_argument("--rows", type=int, default=8192, help="rmsnorm/softmax rows (default 8192)")
-    p.add_argument("--cols", type=int, default=8192, help="rmsnorm/softmax columns (default 8192)")
+    p.add_argument("--rows", type=positive, default=8192, help="rmsnorm/softmax rows (default 8192)")
+    p.add_argument("--cols", type=positive, default=8192, help="rmsnorm/softmax columns (default 8192)")
     p.add_argument("--callable", help="module:function for op 'callable'")
     p.add_argument("--arg", action="append", default=[], help="tensor argument, e.g. bf16[8,8192] (repeat)")
-    p.add_argument("--flops", type=float, help="analytic FLOP of one call (op 'callable')")
-    p.add_argument("--bytes", type=float, help="analytic DRAM bytes of one call (op 'callable')")
-    p.add_argument("--warmup", type=int, default=3,
+    p.add_argument("--flops", type=amount, help="analytic FLOP of one call (op 'callable')")
+    p.add_argument("--bytes", type=amount, help="analytic DRAM bytes of one call (op 'callable')")
+    p.add_argument("--warmup", type=count, default=3,
                    help="calls before the captured one (the capture skips this many launches; default 3)")
-    p.add_argument("--iters", type=int, default=2, help="calls after the warm-up, the first captured (default 2)")
+    p.add_argument("--iters", type=positive, default=2, help="calls after the warm-up, the first captured (default 2)")
 
 
 def harness_argv(ns: argparse.Namespace) -> list[str]:

@@ -64,7 +64,8 @@ class CaptureTransport(Protocol):
 def complete_report(path: Path) -> bool:
     """A report file that ncu has finished writing (its framing is whole)."""
     try:
-        check_ncu_rep_framing(path.read_bytes(), str(path))
+        with path.open("rb") as fh:
+            check_ncu_rep_framing(fh, str(path))
     except (OSError, KernelscopeError):
         return False
     return True

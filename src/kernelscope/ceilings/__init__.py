@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -9,10 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import CeilingsError, InputError
-from ..files import load_yaml
+from ..errors import CeilingsError, InputError, KernelscopeError
+from ..files import load_yaml, parse_yaml
 
 PACKAGED = "sol-ceilings.yaml"
 
@@ -58,12 +57,14 @@ class CeilingsFile:
 
     def pick(self, device_name: str | None, hw_key: str | None = None) -> DeviceCeilings:
         """`hw_key` wins; otherwise the entry whose `match` names the report's device exactly."""
+        if hw_key is not None and not isinstance(hw_key, str):
+            raise CeilingsError(f"--hw: expected a ceilings key (text), got {type(hw_key).__name__}")
         if hw_key:
             if hw_key not in self.devices:
                 known = ", ".join(sorted(self.devices))
                 raise CeilingsError(f"{self.origin}: no ceilings for --hw {hw_key} (known: {known})")
             return self.devices[hw_key]
-        wanted = (device_name or "").strip().lower()
+        wanted = str(device_name or "").strip().lower()
         for dev in self.devices.values():
             if wanted and wanted in {m.lower() for m in dev.match}:
                 return dev
@@ -76,32 +77,49 @@ class CeilingsFile:
 def _number(value: Any, where: str, origin: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise InputError(origin, f"{where} must be a positive number or null, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise InputError(origin, f"{where} must be a positive number or null, got {value!r:.80}")
     return float(value)
 
 
+def _map(value: Any, where: str, origin: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(origin, f"{where} must be a map, got {type(value).__name__}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _text(value: Any, where: str, origin: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if isinstance(value, (dict, list)):
+        raise InputError(origin, f"{where} must be text, got {type(value).__name__}")
+    return str(value)
+
+
 def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
-    if not isinstance(spec, dict) or "memory" not in spec or "compute" not in spec:
+    """One device entry, every field type-checked: a hand-edited file is one clear error, never a crash."""
+    spec = _map(spec, f"device {key!r}", origin)
+    if "memory" not in spec or "compute" not in spec:
         raise InputError(origin, f"device {key!r} needs 'memory' and 'compute' maps")
-    hbm = spec["memory"].get("hbm") if isinstance(spec["memory"], dict) else None
-    if not isinstance(hbm, dict):
-        raise InputError(origin, f"device {key!r} has no memory.hbm entry")
+    hbm = _map(_map(spec["memory"], f"{key}.memory", origin).get("hbm"), f"{key}.memory.hbm", origin)
     tbps = _number(hbm.get("tbps"), f"{key}.memory.hbm.tbps", origin)
     if tbps is None:
         raise InputError(origin, f"{key}.memory.hbm.tbps is required")
     compute = {}
-    for prec, entry in (spec["compute"] or {}).items():
-        if not isinstance(entry, dict):
-            raise InputError(origin, f"{key}.compute.{prec} must be a map with tflops and source")
+    for prec, entry in _map(spec["compute"] or {}, f"{key}.compute", origin).items():
+        entry = _map(entry, f"{key}.compute.{prec}", origin)
         value = _number(entry.get("tflops"), f"{key}.compute.{prec}.tflops", origin)
-        compute[prec] = Ceiling(f"{key}.compute.{prec}", value, str(entry.get("source", "")))
+        source = _text(entry.get("source"), f"{key}.compute.{prec}.source", origin)
+        compute[prec] = Ceiling(f"{key}.compute.{prec}", value, source)
+    match = spec.get("match") or []
+    if not isinstance(match, list):
+        raise InputError(origin, f"{key}.match must be a list of device names, got {type(match).__name__}")
     return DeviceCeilings(
         hw_key=key,
-        name=str(spec.get("name", key)),
+        name=_text(spec.get("name"), f"{key}.name", origin, key),
         origin=origin,
-        match=tuple(str(m) for m in spec.get("match", ())),
-        memory=Ceiling(f"{key}.memory.hbm", tbps, str(hbm.get("source", ""))),
+        match=tuple(_text(m, f"{key}.match", origin) for m in match),
+        memory=Ceiling(f"{key}.memory.hbm", tbps, _text(hbm.get("source"), f"{key}.memory.hbm.source", origin)),
         compute=compute,
     )
 
@@ -110,7 +128,9 @@ def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
     """The packaged datasheet ceilings, or a user's file with the same schema."""
     if path is None:
         origin = f"kernelscope/ceilings/{PACKAGED}"
-        doc = yaml.safe_load(resources.files(__package__).joinpath(PACKAGED).read_text())
+        doc = parse_yaml(resources.files(__package__).joinpath(PACKAGED).read_text(), origin, "ceilings file")
+    elif not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise KernelscopeError(f"ceilings: expected the path of a YAML file, got {path!r:.80}")
     else:
         origin = str(path)
         doc = load_yaml(Path(path), "ceilings file")

@@ -1,136 +1,195 @@
 """Ingest: any mix of `.ncu-rep` files, ncu CSV exports, gzip of either, and bundle directories
--> one list of RawKernel. Formats are recognised by content."""
+-> RawKernels, one launch at a time. Formats are recognised by content.
+
+Hostile files end as one InputError: only regular files are read (a FIFO cannot hang a run,
+/dev/zero cannot fill memory), gzip is expanded in chunks to a private temp file and stops at
+MAX_INPUT_BYTES, CSV is streamed, and a bundle's paths and links stay inside the bundle."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from .. import manifest as bundle_manifest_file
-from ..errors import InputError
-from ..files import MAX_INPUT_BYTES, read_bytes
+from ..errors import InputError, KernelscopeError
+from ..files import MAX_INPUT_BYTES, regular_file
 from ..manifest import BundleManifest
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
 from .detect import check_ncu_rep_framing, sniff
 
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
+CHUNK = 1 << 20
+Inputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
-def gunzip(data: bytes, shown: str, limit: int = MAX_INPUT_BYTES) -> bytes:
-    """Decompress, refusing more than `limit` bytes of output (a gzip bomb stops there)."""
-    out = bytearray()
-    pos = 0
+def gunzip_file(src: Path, dst: Path, shown: str, limit: int = MAX_INPUT_BYTES) -> None:
+    """Expand a gzip file (several members, zero padding allowed) into `dst`, in chunks, refusing
+    more than `limit` bytes of output: a gzip bomb stops there, a corrupt stream is one error."""
+    written = 0
+    member = zlib.decompressobj(wbits=31)
+    ended = in_member = padding = False  # after the last member only zero bytes may follow (padding)
     try:
-        while pos < len(data):
-            member = zlib.decompressobj(wbits=31)
-            chunk = member.decompress(data[pos:], limit + 1 - len(out))
-            out += chunk
-            if len(out) > limit or member.unconsumed_tail:
-                raise InputError(shown, f"gzip expands past the {limit:,}-byte limit")
-            if not member.eof:
-                raise InputError(shown, "corrupt gzip (truncated stream)")
-            pos = len(data) - len(member.unused_data)
-            if not member.unused_data.strip(b"\x00"):
-                break
+        with src.open("rb") as fin, dst.open("wb") as fout:
+            for data in iter(lambda: fin.read(CHUNK), b""):
+                if padding and data.strip(b"\x00"):
+                    raise InputError(shown, "corrupt gzip (data after the end of the stream)")
+                while data and not padding:
+                    out = member.decompress(data, CHUNK)
+                    in_member = True
+                    written += len(out)
+                    if written > limit:
+                        raise InputError(shown, f"gzip expands past the {limit:,}-byte limit")
+                    fout.write(out)
+                    data = member.unconsumed_tail
+                    if member.eof:
+                        ended, in_member, data = True, False, member.unused_data
+                        member = zlib.decompressobj(wbits=31)
+                        padding = not data.strip(b"\x00")
+        if in_member or not ended:
+            raise InputError(shown, "corrupt gzip (truncated stream)")
     except zlib.error as exc:
         raise InputError(shown, f"corrupt gzip ({exc})") from exc
-    return bytes(out)
+    except OSError as exc:
+        raise InputError(shown, f"cannot expand gzip ({exc.strerror or exc})") from exc
 
 
-def _read_data(data: bytes, path: Path, shown: str) -> list[RawKernel]:
-    kind = sniff(data[:4096])
+def _head(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(4096)
+
+
+def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
     if kind == "ncu-rep":
-        check_ncu_rep_framing(data, shown)
-        with tempfile.TemporaryDirectory() as tmp:  # ncu_report reads files, not bytes
-            copy = Path(tmp) / "report.ncu-rep"
-            copy.write_bytes(data)
-            return list(ncu_rep.read(copy, shown))
-    if kind == "csv":
+        with path.open("rb") as fh:
+            check_ncu_rep_framing(fh, shown)
+        yield from ncu_rep.read(path, shown)
+    elif kind == "csv":
         try:
-            text = data.decode("utf-8-sig")
+            with path.open(encoding="utf-8-sig", newline="") as fh:
+                yield from csv_pages.read(fh, shown)
         except UnicodeDecodeError as exc:
-            raise InputError(shown, f"CSV is not UTF-8 text (byte {exc.start})") from exc
-        return list(csv_pages.read(path, text, shown))
-    if kind == "gzip":
+            raise InputError(shown, f"CSV is not UTF-8 text ({exc.reason})") from exc
+    elif kind == "gzip":
         raise InputError(shown, "gzip inside gzip")
-    raise InputError(shown, "neither an .ncu-rep report nor an ncu CSV export")
+    else:
+        raise InputError(shown, "neither an .ncu-rep report nor an ncu CSV export")
+
+
+def iter_file(path: Path) -> Iterator[RawKernel]:
+    """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error."""
+    shown = str(path)
+    st = regular_file(path, "report")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise InputError(shown, f"report is {st.st_size:,} bytes, over the {MAX_INPUT_BYTES:,}-byte limit")
+    try:
+        head = _head(path)
+        if not head:
+            raise InputError(shown, "empty file")
+        count = 0
+        if sniff(head) == "gzip":
+            with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:  # ncu_report reads files, not bytes
+                plain = Path(tmp) / "report"
+                gunzip_file(path, plain, shown)
+                inner = _head(plain)
+                if not inner:
+                    raise InputError(shown, "empty file inside gzip")
+                for raw in _read_plain(plain, shown, sniff(inner)):
+                    count += 1
+                    yield raw
+        else:
+            for raw in _read_plain(path, shown, sniff(head)):
+                count += 1
+                yield raw
+    except OSError as exc:
+        raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
+    if not count:
+        raise InputError(shown, "holds no profiled kernel launches")
 
 
 def read_file(path: Path) -> list[RawKernel]:
-    """All launches in one file; an empty file, or one that yields no launch, is an error."""
-    shown = str(path)
-    data = read_bytes(path, what="report")
-    if not data:
-        raise InputError(shown, "empty file")
-    if sniff(data[:4096]) == "ncu-rep":  # read in place: no copy of a large report
-        check_ncu_rep_framing(data, shown)
-        kernels = list(ncu_rep.read(path, shown))
-    else:
-        if sniff(data[:4096]) == "gzip":
-            data = gunzip(data, shown)
-        kernels = _read_data(data, path, shown)
-    if not kernels:
-        raise InputError(shown, "holds no profiled kernel launches")
-    return kernels
+    return list(iter_file(path))
 
 
-def _inside(root: Path, rel: str, manifest: Path) -> Path:
-    """A path a manifest lists, which must stay inside its bundle (no absolute path, no '..', no link out)."""
+def inside(root: Path, rel: str, shown: Path) -> Path:
+    """`rel` under `root`, which must stay inside it: no absolute path, no '..', no link that leads out."""
     candidate = Path(rel)
     if candidate.is_absolute() or ".." in candidate.parts:
-        raise InputError(manifest, f"lists {rel!r}, outside the bundle")
+        raise InputError(shown, f"lists {rel!r}, outside the bundle")
     full = root / candidate
     if not full.resolve().is_relative_to(root.resolve()):
-        raise InputError(manifest, f"lists {rel!r}, which leads outside the bundle")
+        raise InputError(shown, f"{rel!r} leads outside the bundle (a link)")
     return full
 
 
 def bundle_manifest(directory: Path) -> BundleManifest | None:
     """A capture bundle's manifest (its full context), or None for a plain directory of reports."""
     path = directory / bundle_manifest_file.FILE
-    return bundle_manifest_file.read(path) if path.is_file() else None
+    if not path.is_file() and not path.is_symlink():
+        return None
+    return bundle_manifest_file.read(inside(directory, bundle_manifest_file.FILE, path))
 
 
 def bundle_reports(directory: Path) -> list[Path]:
     """Reports in a directory: the bundle manifest's list when there is one, else every report
     under it (hidden staging folders of an interrupted capture are not reports). CSV exports beside
-    a report are copies of it and are not read twice."""
+    a report are copies of it and are not read twice. Nothing outside the directory is read."""
     manifest = bundle_manifest(directory)
     if manifest is not None:
         where = directory / bundle_manifest_file.FILE
         if not manifest.reports:
             raise InputError(where, "bundle lists no reports (every capture in it failed)")
-        return [_inside(directory, p, where) for p in manifest.reports]
+        return [inside(directory, p, where) for p in manifest.reports]
     found = sorted({p for g in REPORT_GLOBS for p in directory.rglob(g)
                     if not any(part.startswith(".") for part in p.relative_to(directory).parts)})
     if not found:
         raise InputError(directory, "directory holds no .ncu-rep reports")
-    return found
+    return [inside(directory, str(p.relative_to(directory)), p) for p in found]
 
 
-def expand(paths: Iterable[str | Path]) -> list[Path]:
-    out: list[Path] = []
-    for raw in paths:
-        if isinstance(raw, str) and not raw.strip():
-            raise InputError(repr(raw), "empty path")
-        path = Path(raw)
-        if path.is_dir():
-            out += bundle_reports(path)
-        elif path.exists():
-            out.append(path)
-        else:
-            raise InputError(path, "no such file or directory")
+def input_paths(paths: Inputs) -> list[Path]:
+    """One input or several, as paths (a bare string or Path is one input, never its characters).
+    Anything else, and an empty name (which would mean the working directory), is refused."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    if not isinstance(items, Sequence) or isinstance(items, (bytes, bytearray)):
+        raise KernelscopeError(f"inputs: expected a path or a list of paths, got {type(paths).__name__}")
+    out = []
+    for raw in items:
+        if not isinstance(raw, (str, os.PathLike)) or isinstance(os.fspath(raw), bytes):
+            raise KernelscopeError(f"inputs: expected a path, got {type(raw).__name__} {raw!r:.80}")
+        text = os.fspath(raw)
+        if not text.strip() or "\x00" in text:
+            raise InputError(repr(text), "not a usable path (empty, or a NUL byte)")
+        out.append(Path(text))
+    if not out:
+        raise KernelscopeError("inputs: no path given")
     return out
 
 
-def iter_inputs(paths: Sequence[str | Path]) -> Iterator[RawKernel]:
+def expand(paths: Inputs) -> list[Path]:
+    """Files to read: each input file, and the reports of each input directory."""
+    out: list[Path] = []
+    for path in input_paths(paths):
+        try:
+            if path.is_dir():
+                out += bundle_reports(path)
+            elif path.exists() or path.is_symlink():
+                out.append(path)
+            else:
+                raise InputError(path, "no such file or directory")
+        except OSError as exc:
+            raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    return out
+
+
+def iter_inputs(paths: Inputs) -> Iterator[RawKernel]:
     for path in expand(paths):
-        yield from read_file(path)
+        yield from iter_file(path)
 
 
-def read_inputs(paths: Sequence[str | Path]) -> list[RawKernel]:
+def read_inputs(paths: Iterable[str | Path]) -> list[RawKernel]:
     """Every launch of every input, in input order."""
-    return list(iter_inputs(paths))
+    return list(iter_inputs(list(paths)))

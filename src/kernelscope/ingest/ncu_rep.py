@@ -9,7 +9,7 @@ from typing import Any
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, WANTED
 from ..errors import InputError
 from ..model import RawKernel, RuleResult
-from .units import unit_factor
+from .units import measured, unit_factor
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -75,7 +75,9 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     if name not in factors:
                         factors[name] = unit_factor(metric.unit() or "")
-                    metrics[name] = float(value) * factors[name]
+                    scaled = float(value) * factors[name]
+                    if measured(scaled):  # NaN, inf or absurd: not a measured number
+                        metrics[name] = scaled
             device_metric = action.metric_by_name(DEVICE_NAME)
             device = None if device_metric is None else str(device_metric.value())
             yield RawKernel(

@@ -19,7 +19,7 @@ from typing import Any
 from ..capture import engine
 from ..capture.bundle import report_stem
 from ..capture.transport import Progress
-from ..errors import KubeError, PlanError
+from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
@@ -27,14 +27,6 @@ from . import sister
 from .inspect import Inspection, Strategy, inspect
 from .kubectl import Kube
 from .transport import PodTransport, Warmup
-
-
-class Interrupted(BaseException):
-    """A signal asked us to stop: clean up, then exit 128 + signal."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 @contextmanager

@@ -15,11 +15,13 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import redact
 from ..errors import KubeError
-from ..manifest import CommandRun
+
+if TYPE_CHECKING:  # imported in log(): the CLI parser reads this package's defaults and must start fast
+    from ..manifest import CommandRun
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -95,6 +97,8 @@ class Kube:
             raise KubeError(f"kubectl get {' '.join(args)}: not JSON ({exc})") from exc
 
     def log(self) -> list[CommandRun]:
+        from ..manifest import CommandRun
+
         return [CommandRun(tuple(redact.argv(s.argv)), s.mutates, s.exit_code,
                            None if s.seconds is None else round(s.seconds, 2)) for s in self.steps]
 
@@ -102,7 +106,7 @@ class Kube:
         return CommandLog(self)
 
 
-class CommandLog(Sequence[CommandRun]):
+class CommandLog(Sequence["CommandRun"]):
     """The steps as the bundle records them, read when it is written (so it holds every step so far)."""
 
     def __init__(self, kube: Kube) -> None:

@@ -1,0 +1,136 @@
+"""Scale: kernels/s, peak RSS and the ncu_report floor side by side, and how time grows with N.
+
+Builds raw-CSV inputs of 1k/10k/100k launches by replicating the real fixture rows
+(tests/fixtures/*-raw.csv) with distinct IDs, times every path as a whole process (start-up
+included, as a user sees it) and reads each process's own peak RSS (wait4). The .ncu-rep path is
+held against the floor any reader of that file pays: ncu_report loading the 300-launch report and
+reading 30 metrics per launch. Then fits log(time) = a + b log(N): b ~ 1 is linear.
+
+    taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import io
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FX = ROOT / "tests" / "fixtures"
+MANY = Path(__file__).parent / "data" / "many.ncu-rep.gz"
+KS = [sys.executable, "-m", "kernelscope.cli"]
+FLOOR = """
+import sys, ncu_report
+ctx = ncu_report.load_report(sys.argv[1])
+for r in range(ctx.num_ranges()):
+    rng = ctx.range_by_idx(r)
+    for a in range(rng.num_actions()):
+        action = rng.action_by_idx(a)
+        names = sorted(action.metric_names())[:30]
+        for n in names:
+            action.metric_by_name(n).value()
+"""
+
+
+def run(argv: list[str], out: Path | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one process."""
+    with open(out or os.devnull, "wb") as sink:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}\n{proc.stderr.read().decode() if proc.stderr else ''}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def best(argv: list[str], runs: int) -> tuple[float, float]:
+    results = [run(argv) for _ in range(runs)]
+    return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def raw_csv(n: int, path: Path) -> None:
+    """n launches: the fixture rows in turn, each with its own ID, in the first fixture's columns."""
+    tables = [list(csv.reader(io.StringIO((FX / f).read_text()))) for f in ("decode_gemm-raw.csv", "gemm_bf16-raw.csv")]
+    header, units = tables[0][0], tables[0][1]
+    rows = []
+    for t in tables:
+        at = {h: i for i, h in enumerate(t[0])}
+        rows += [[r[at[h]] if h in at else "" for h in header] for r in t[2:]]
+    id_at = header.index("ID")
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n")
+        w.writerow(header)
+        w.writerow(units)
+        for i in range(n):
+            row = list(rows[i % len(rows)])
+            row[id_at] = str(i)
+            w.writerow(row)
+
+
+def slope(points: list[tuple[int, float]]) -> float:
+    xs, ys = [math.log(n) for n, _ in points], [math.log(t) for _, t in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
+
+def line(path: str, n: int, seconds: float, rss: float, extra: str = "") -> None:
+    print(f"| {path} | {n:,} | {seconds:.2f} | {n / seconds:,.0f} | {rss:,.0f} | {rss * 1024 / n:,.1f} | {extra} |",
+          flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--render-sizes", default="1000,10000")
+    ap.add_argument("--runs", type=int, default=3, help="best of N for the small fixed inputs")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}")
+    print("| path | kernels | s | kernels/s | peak RSS MB | KB/kernel | note |\n|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        fit = []
+        for n in sizes:
+            raw_csv(n, d / f"k{n}.csv")
+            seconds, rss = run([*KS, "analyze", str(d / f"k{n}.csv"), "--format", "json"], d / "out.json")
+            fit.append((n, seconds))
+            line("analyze raw CSV -> JSON", n, seconds, rss)
+        if len(fit) > 1:
+            print(f"analyze: time ~ N^{slope(fit):.2f}")
+        rep = d / "many.ncu-rep"
+        rep.write_bytes(gzip.decompress(MANY.read_bytes()))
+        floor, floor_rss = best([sys.executable, "-c", FLOOR, str(rep)], args.runs)
+        ours, rss = best([*KS, "analyze", str(rep), "--format", "json"], args.runs)
+        line(".ncu-rep -> JSON (300 launches)", 300, ours, rss,
+             f"{ours / floor:.2f}x the ncu_report floor ({floor:.2f} s, {floor_rss:.0f} MB)")
+        cells = [run([*KS, "campaign", "import-ncu", "--root", str(d / "c"), "--campaign", "s", "--cell-id", f"c{i}",
+                      "--bundle", str(FX / "gemm_bf16.ncu-rep")]) for i in range(args.runs + 2)]
+        print(f"campaign import-ncu: {min(s for s, _ in cells):.3f} s per cell (best of {len(cells)}), "
+              f"peak RSS {max(r for _, r in cells):.0f} MB")
+        fit = []
+        for n in [int(x) for x in args.render_sizes.split(",") if x]:
+            root = d / f"r{n}"
+            if not (d / f"k{n}.csv").exists():
+                raw_csv(n, d / f"k{n}.csv")
+            run([*KS, "campaign", "import-ncu", "--root", str(root), "--campaign", "s", "--cell-id", "c1", "--bundle",
+                 str(d / f"k{n}.csv")])
+            seconds, rss = run([*KS, "campaign", "render", "--root", str(root), "--campaign", "s"])
+            fit.append((n, seconds))
+            line("campaign render (from ncu_kernels.json)", n, seconds, rss)
+        if len(fit) > 1:
+            print(f"render: time ~ N^{slope(fit):.2f}")
+        start, _ = best([*KS, "--help"], args.runs + 2)
+        print(f"start-up (kernelscope --help): {start:.3f} s")
+
+
+if __name__ == "__main__":
+    main()

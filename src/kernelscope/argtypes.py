@@ -1,0 +1,70 @@
+"""Command-line value types: a bad value is refused while the arguments are parsed, as one line
+naming the option, before anything runs. `--timeout nan` would otherwise reach subprocess and
+poll loops (NaN compares false: a wait that never ends), `--out ''` would mean the working
+directory, and a negative count would be passed to ncu."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with kernelscope's error contract: one line on stderr, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"kernelscope: error: {message} (see {self.prog} --help)\n")
+
+
+def path(text: str) -> str:
+    """A file or directory name: an empty one would silently mean the working directory."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return text
+
+
+def seconds(text: str) -> float:
+    """A wait, in seconds: finite and positive."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r:.40} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r:.40}: seconds must be a finite number above 0")
+    return value
+
+
+def amount(text: str) -> float:
+    """A count of work (FLOP, bytes): finite and not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r:.40} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r:.40}: must be a finite number, 0 or more")
+    return value
+
+
+def _integer(text: str, low: int, high: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r:.40} is not an integer") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{value} is out of range ({low}..{high if high is not None else ''})")
+    return value
+
+
+def count(text: str) -> int:
+    """0, 1, 2, ..."""
+    return _integer(text, 0)
+
+
+def positive(text: str) -> int:
+    """1, 2, 3, ..."""
+    return _integer(text, 1)
+
+
+def port(text: str) -> int:
+    return _integer(text, 1, 65535)

@@ -1,0 +1,26 @@
+#!/bin/sh
+# A stand-in for ncu on a machine without a GPU, for tests of the local capture path (the pod
+# path has tests/k8s/fake-ncu.sh): it answers --version and --help as ncu 2025.3.1 does, "writes"
+# a real H200 report (tests/fixtures/decode_gemm.ncu-rep) where -o says, exports the real raw CSV
+# of that report on --import, and runs the program, whose output ncu passes through to its log.
+fx=$(cd "$(dirname "$0")/../fixtures" && pwd)
+case " $* " in
+  *" --version "*) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0 (fake)"; exit 0;;
+  *" --help "*) cat "$fx/ncu-output/ncu-2025.3.1-help.txt"; exit 0;;
+  *" --import "*) cat "$fx/decode_gemm-raw.csv"; exit 0;;
+esac
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out="$2"; shift 2;;
+    --launch-count|--launch-skip|--kernel-name|--kernel-name-base|--metrics|--section|--set|--clock-control|\
+    --target-processes|--replay-mode|--graph-profiling|--filter-mode|--profile-from-start|--port|--hostname|--mode) shift 2;;
+    -f|--forward-signals) shift;;
+    *) break;;
+  esac
+done
+echo "==PROF== Connected to process $$"
+"$@"
+echo '==PROF== Profiling "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT": 0%....50%....100% - 9 passes'
+cp "$fx/decode_gemm.ncu-rep" "$out.ncu-rep"
+echo "==PROF== Report: $out.ncu-rep"
