@@ -112,10 +112,29 @@ def test_ceilings_file_override_and_validation(fx: Path, tmp_path: Path) -> None
 
 def test_packaged_ceilings_cover_required_devices_and_precisions() -> None:
     table = load_ceilings()
-    for key in ("h100-sxm", "h200-sxm", "b200", "gb300"):
+    for key in ("h100-sxm", "h200-sxm", "b200", "b300", "gb300"):
         dev = table.devices[key]
         assert dev.memory.value and dev.memory.source
         for prec in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"):
             assert prec in dev.compute and dev.compute[prec].source, (key, prec)
     assert table.devices["h200-sxm"].compute["fp8"].value == 1979
     assert table.devices["gb300"].compute["fp4"].value == 15000
+
+
+def test_b300_is_its_own_entry_and_b200_hbm_says_which_figure() -> None:
+    table = load_ceilings()
+    b300, gb300, b200 = table.devices["b300"], table.devices["gb300"], table.devices["b200"]
+    assert table.pick("NVIDIA B300 SXM6 AC").hw_key == "b300"
+    assert b300.compute["fp4"].value == 13125 < gb300.compute["fp4"].value == 15000
+    assert b300.compute["fp64"].value == 1.25 and "HGX B300" in b300.compute["fp4"].source
+    assert b200.memory.value == 8.0 and "7.7 TB/s" in b200.memory.source and b200.compute["fp4"].value == 9000
+
+
+def test_each_peak_carries_its_clock_and_path_roofs() -> None:
+    h200 = load_ceilings().devices["h200-sxm"]
+    assert h200.compute["bf16"].clock_hz == 1.83e9 and h200.compute["fp8"].clock_hz == 1.83e9  # tensor peaks
+    assert h200.compute["fp32"].clock_hz == 1.98e9 and h200.compute["fp64_tensor"].clock_hz == 1.98e9
+    assert h200.memory.clock_hz == 3.201e9 and "FlashAttention-3" in h200.compute["bf16"].clock_source
+    assert h200.compute["bf16"].at_clock(1.61e9) == pytest.approx(989 * 1.61 / 1.83)
+    assert h200.path_roof("mma.sync").ratio == 0.667 and h200.path_roof("wgmma").ratio == 1.0
+    assert load_ceilings().devices["b200"].path_roof("mma.sync").ratio is None  # not sourced: said, not guessed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ PRECISION_CEILING: dict[str, str] = {
     "tensor_fp8": "fp8",
     "tensor_int8": "int8",
     "tensor_fp64": "fp64_tensor",
+    "tensor_fp4": "fp4",
     "fp64": "fp64",
     "fp32": "fp32",
     "fp16": "fp16_simt",
@@ -35,6 +36,24 @@ class Ceiling:
     key: str  # full key path, e.g. "h200-sxm.compute.bf16"
     value: float | None  # TFLOP/s or TB/s; None: no sourced figure
     source: str
+    clock_hz: float | None = None  # the clock the figure is computed at; None: not sourced
+    clock_source: str = ""
+
+    def at_clock(self, clock_hz: float | None) -> float | None:
+        """The figure scaled to the clock a kernel ran at (peaks are per-clock rates times the clock);
+        None when either clock is unknown."""
+        if self.value is None or self.clock_hz is None or clock_hz is None:
+            return None
+        return self.value * clock_hz / self.clock_hz
+
+
+@dataclass(frozen=True)
+class PathRoof:
+    """The share of the tensor peak one instruction path reaches (mma.sync vs wgmma on Hopper)."""
+
+    path: str
+    ratio: float | None  # None: not sourced
+    source: str
 
 
 @dataclass(frozen=True)
@@ -45,10 +64,16 @@ class DeviceCeilings:
     match: tuple[str, ...]  # device names (as ncu reports them) that select this entry
     memory: Ceiling
     compute: Mapping[str, Ceiling]
+    tensor_paths: Mapping[str, PathRoof] = field(default_factory=dict)
 
     def for_precision(self, precision_class: str) -> Ceiling:
         name = PRECISION_CEILING[precision_class]
         return self.compute.get(name) or Ceiling(f"{self.hw_key}.compute.{name}", None, "absent")
+
+    def path_roof(self, path: str | None) -> PathRoof:
+        """A listed path's share of the peak; the datasheet peak is the fastest path's (wgmma,
+        tcgen05), so any other path, or an unknown one, is held to the whole peak."""
+        return self.tensor_paths.get(path or "") or PathRoof(path or "unknown", 1.0, "the datasheet peak")
 
 
 @dataclass(frozen=True)
@@ -95,15 +120,28 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         if not isinstance(entry, dict):
             raise InputError(origin, f"{key}.compute.{prec} must be a map with tflops and source")
         value = _number(entry.get("tflops"), f"{key}.compute.{prec}.tflops", origin)
-        compute[prec] = Ceiling(f"{key}.compute.{prec}", value, str(entry.get("source", "")))
+        compute[prec] = _ceiling(f"{key}.compute.{prec}", value, entry, origin)
+    paths = {}
+    for path, entry in (spec.get("tensor_paths") or {}).items():
+        if not isinstance(entry, dict):
+            raise InputError(origin, f"{key}.tensor_paths.{path} must be a map with ratio and source")
+        ratio = _number(entry.get("ratio"), f"{key}.tensor_paths.{path}.ratio", origin)
+        paths[str(path)] = PathRoof(str(path), ratio, str(entry.get("source", "")))
     return DeviceCeilings(
         hw_key=key,
         name=str(spec.get("name", key)),
         origin=origin,
         match=tuple(str(m) for m in spec.get("match", ())),
-        memory=Ceiling(f"{key}.memory.hbm", tbps, str(hbm.get("source", ""))),
+        memory=_ceiling(f"{key}.memory.hbm", tbps, hbm, origin),
         compute=compute,
+        tensor_paths=paths,
     )
+
+
+def _ceiling(key: str, value: float | None, entry: dict[str, Any], origin: str) -> Ceiling:
+    mhz = _number(entry.get("clock_mhz"), f"{key}.clock_mhz", origin)
+    return Ceiling(key, value, str(entry.get("source", "")), None if mhz is None else mhz * 1e6,
+                   str(entry.get("clock_source", "")))
 
 
 def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
