@@ -82,7 +82,7 @@ RECORD: tuple[Column, ...] = (
     Column("flops_missing", "list", "", "precision classes whose counters were not collected",
            lambda r: list(r.flops_missing), nullable=False),
     Column("dominant_precision", "text", "", "precision class holding most FLOP", _r("dominant_precision")),
-    Column("tensor_path", "text", "", "tensor instruction path: wgmma or mma.sync", _r("tensor_path")),
+    Column("tensor_path", "text", "", "tensor instruction path: wgmma, tcgen05 or mma.sync", _r("tensor_path")),
     _num("dram_bytes", "byte", "DRAM bytes read + written"),
     _num("l2_bytes", "byte", "L2 bytes (lts__t_bytes.sum)"),
     _num("arithmetic_intensity", "FLOP/byte", "FLOP per DRAM byte"),

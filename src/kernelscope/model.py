@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Bound = Literal["compute", "memory", "latency", "unmeasured"]
-TensorPath = Literal["wgmma", "mma.sync"]
+TensorPath = Literal["wgmma", "tcgen05", "mma.sync"]
 
 
 @dataclass(frozen=True)
