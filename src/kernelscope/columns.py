@@ -16,8 +16,8 @@ from typing import Any, Literal
 from .analysis.categories import categorize
 from .model import Assessment, KernelRecord
 
-SCHEMA_VERSION = 2
-Kind = Literal["number", "integer", "text", "map", "list"]
+SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
+Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
 
 
 @dataclass(frozen=True)
@@ -126,15 +126,34 @@ PLACED: tuple[Column, ...] = (
     Column("memory_ceiling_key", "text", "", "the memory ceiling", _a("memory_ceiling_key"), nullable=False),
     _num("memory_ceiling_tbps", "TB/s", "value at memory_ceiling_key", _a("memory_ceiling_tbps")),
     _num("ridge_flops_per_byte", "FLOP/byte", "ridge point of the binding roofs", _a("ridge_flops_per_byte")),
-    _num("pct_sol_compute", "% of SoL", "compute speed of light", _a("pct_sol_compute")),
-    _num("pct_sol_memory", "% of SoL", "memory speed of light", _a("pct_sol_memory")),
+    _num("pct_sol_compute", "% of SoL", "compute speed of light against the datasheet figure (limiter.pct holds "
+         "the limiting roof at the measured clock)", _a("pct_sol_compute")),
+    _num("pct_sol_memory", "% of SoL", "memory speed of light against the datasheet figure", _a("pct_sol_memory")),
     _num("pct_sol", "% of SoL", "%SoL against the roof that binds", lambda a: binding_sol(a)[0]),
     Column("ceiling_key", "text", "", "the ceiling pct_sol is against", lambda a: binding_sol(a)[1]),
     Column("bound", "text", "", "compute | memory | latency | unmeasured", _a("bound"), nullable=False),
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
-    Column("limiters", "list", "", "what limits it, with the figures", lambda a: list(a.limiters), nullable=False),
-    Column("next_levers", "list", "", "ranked levers: rule, action, expected, confirm, gain, cost",
-           lambda a: [asdict(lv) for lv in a.next_levers], nullable=False),
+    Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
+           "(tensor, simt, hbm, l2, pipe, issue, latency, launch, grid, unmeasured), key, name, pct at the measured "
+           "clock, pct_datasheet, clock_hz, reading", lambda a: asdict(a.limiter), nullable=False),
+    Column("runner_up", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "the next roof (the nearest "
+           "one when latency is named), as limiter", lambda a: None if a.runner_up is None else asdict(a.runner_up)),
+    Column("evidence", "list", "", "the figures that decided, with units", lambda a: list(a.evidence),
+           nullable=False),
+    Column("provenance", "map", "", "who owns the code (library, open, user), its family, warp_specialised, "
+           "and what matched", lambda a: asdict(a.provenance), nullable=False),
+    Column("ncu_bottleneck", "text", "", "ncu's own SOLBottleneck title from the report", lambda a: a.ncu.bottleneck),
+    Column("ncu_agrees", "boolean", "", "whether ncu's SOLBottleneck agrees with bound; null: nothing to compare",
+           lambda a: a.ncu.agrees),
+    Column("ncu_why", "text", "", "ncu's figures and title beside ours, and why they differ when they do",
+           lambda a: a.ncu.why, nullable=False),
+    Column("ncu_fired", "list", "", "ncu's launch, occupancy, pipe and issue rules that fired",
+           lambda a: list(a.ncu.rules), nullable=False),
+    Column("limiters", "list", "", "what else limits it, with the figures", lambda a: list(a.limiters),
+           nullable=False),
+    Column("next_levers", "list", "", "ranked levers the owner can pull: rule, family, action, expected, confirm, "
+           "gain, cost, unlock_x (upper-bound speed-up, x)", lambda a: [asdict(lv) for lv in a.next_levers],
+           nullable=False),
     Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
            lambda a: None if a.analytic is None else dict(a.analytic)),
     Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
@@ -198,8 +217,8 @@ def _text(value: Any) -> str:
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema (2020-12) of `analyze --format json` and of a campaign cell's ncu_kernels.json."""
-    types: dict[Kind, Any] = {"number": "number", "integer": "integer", "text": "string", "map": "object",
-                              "list": "array"}
+    types: dict[Kind, Any] = {"number": "number", "integer": "integer", "boolean": "boolean", "text": "string",
+                              "map": "object", "list": "array"}
     props = {}
     for c in COLUMNS:
         t = types[c.kind]
