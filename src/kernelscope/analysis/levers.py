@@ -25,6 +25,7 @@ ROOFLINE = "kernelscope capture --set roofline"
 STALLS = "kernelscope capture --set roofline --add stalls"
 NSYS = "nsys profile, then kernelscope join --nsys (the kernel's total time)"
 SIZED_FROM_PCT = 10.0  # a roof further off than this is not used to size an unlock
+STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
 
 # Who can pull what: a library kernel is changed from outside it (another algorithm or shape,
 # precision, fusion, batching, CUDA graphs); an open kernel also by picking another kernel or its
@@ -72,7 +73,7 @@ def _headroom(f: Facts) -> float | None:
 def _stream_floor_ns(f: Facts) -> float | None:
     """The kernel's DRAM bytes at the HBM roof, or an empty kernel's time if that is longer."""
     r = f.rec
-    if f.hbm_pct is None or not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
+    if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
         return None
     roof_tbps = r.achieved_dram_tbps * 100 / f.hbm_pct
     return max(r.dram_bytes / (roof_tbps * 1e3), EMPTY_KERNEL_NS)
@@ -93,7 +94,7 @@ def _memory_side(f: Facts) -> bool:
     r = f.rec
     x = _stream_unlock(f)
     return (f.limiter.kind in ("pipe", "issue", "latency", "grid") and r.arithmetic_intensity is not None
-            and f.ridge is not None and r.arithmetic_intensity < f.ridge and x is not None and x >= 1.5)
+            and f.ridge is not None and r.arithmetic_intensity < f.ridge and x is not None and x >= STREAM_WORTH_X)
 
 
 def _tensor_operands(f: Facts) -> bool:
