@@ -10,10 +10,11 @@ import pytest
 import kernelscope
 from kernelscope import catalogue as C
 from kernelscope.analysis.derive import derive
+from kernelscope.analysis.judge import boundary
 from kernelscope.analysis.levers import PULLABLE
 from kernelscope.analysis.verdict import assess
 from kernelscope.ceilings import load as load_ceilings
-from kernelscope.model import RawKernel
+from kernelscope.model import Limiter, LimiterKind, RawKernel
 
 HBM = "h200-sxm.memory.hbm"
 BF16 = "h200-sxm.compute.bf16"
@@ -167,3 +168,15 @@ def test_blackwell_fp4_work_is_held_to_the_fp4_peak() -> None:
     assert a.compute_ceiling_key == "b200.compute.fp4" and a.compute_ceiling_tflops == 9000
     assert a.limiter.key == "b200.compute.fp4@tcgen05" and a.limiter.pct == pytest.approx(100 * 7_500 / 9_000)
     assert a.limiter.clock_hz is None and "its clock is not sourced" in a.limiter.reading  # said, not guessed
+
+
+def test_near_a_line_both_sides_are_said() -> None:
+    def roof(kind: LimiterKind, pct: float | None) -> Limiter:
+        return Limiter(kind, kind, kind, pct, None, None, "")
+
+    assert boundary(roof("tensor", 61.0), None).startswith("near the 60 % line: tensor 61.0 % names the limiter")
+    line = boundary(roof("hbm", 79.0), roof("tensor", 76.0))
+    assert "near the 80 % line: 79.0 % reads near the roof" in line and "balanced: hbm 79 % vs tensor 76 %" in line
+    assert boundary(roof("tensor", 70.0), roof("issue", 20.0)) == ""
+    assert "l2 57.0 % is just under it, so latency is named" in boundary(roof("latency", None), roof("l2", 57.0))
+

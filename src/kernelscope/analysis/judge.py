@@ -72,24 +72,25 @@ def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None) -> Li
 
 def boundary(lim: Limiter, runner: Limiter | None) -> str:
     """Both sides, when the call is within BOUNDARY_PCT points of a line or of a rival roof."""
-    b = BOUNDARY_PCT
-    if lim.pct is not None:
-        if lim.pct < NEAR_ROOF_PCT + b:
-            return (f"near the {NEAR_ROOF_PCT:.0f} % line: {lim.name} {lim.pct:.1f} % names the limiter; "
+    b, said = BOUNDARY_PCT, []
+    rival = runner.pct if runner is not None and runner.pct is not None else None
+    if lim.pct is None:
+        if runner is not None and rival is not None and rival >= NEAR_ROOF_PCT - b:
+            said.append(f"near the {NEAR_ROOF_PCT:.0f} % line: {runner.name} {rival:.1f} % is just under it, "
+                        "so latency is named; a little more throughput would make that roof the limiter")
+        return "; ".join(said)
+    if lim.pct < NEAR_ROOF_PCT + b:
+        said.append(f"near the {NEAR_ROOF_PCT:.0f} % line: {lim.name} {lim.pct:.1f} % names the limiter; "
                     f"under {NEAR_ROOF_PCT:.0f} % the kernel would read latency-bound")
-        if abs(lim.pct - AT_ROOF_PCT) < b:
-            side = "at" if lim.pct >= AT_ROOF_PCT else "near"
-            return (f"near the {AT_ROOF_PCT:.0f} % line: {lim.pct:.1f} % reads {side} the roof; "
+    if abs(lim.pct - AT_ROOF_PCT) < b:
+        side = "at" if lim.pct >= AT_ROOF_PCT else "near"
+        said.append(f"near the {AT_ROOF_PCT:.0f} % line: {lim.pct:.1f} % reads {side} the roof; "
                     f"levers one level up (precision, batching, fusion) lead from {AT_ROOF_PCT:.0f} %")
-        if runner is not None and runner.pct is not None and KIND_BOUND[runner.kind] != KIND_BOUND[lim.kind] \
-                and lim.pct - runner.pct < b:
-            return (f"balanced: {lim.name} {lim.pct:.0f} % vs {runner.name} {runner.pct:.0f} %; the higher is named, "
+    if runner is not None and rival is not None and KIND_BOUND[runner.kind] != KIND_BOUND[lim.kind] \
+            and lim.pct - rival < b:
+        said.append(f"balanced: {lim.name} {lim.pct:.0f} % vs {runner.name} {rival:.0f} %; the higher is named, "
                     "and a lever on either side moves the other")
-        return ""
-    if runner is not None and runner.pct is not None and runner.pct >= NEAR_ROOF_PCT - b:
-        return (f"near the {NEAR_ROOF_PCT:.0f} % line: {runner.name} {runner.pct:.1f} % is just under it, "
-                "so latency is named; a little more throughput would make that roof the limiter")
-    return ""
+    return "; ".join(said)
 
 
 def how_close(lim: Limiter) -> str:
