@@ -107,7 +107,10 @@ def test_catalogue_both_ways() -> None:
     collected_by_group = {c.name for c in catalogue.COUNTERS if c.group in ("roofline", "stalls")}
     assert collected == collected_by_group
     groups = {c.group for c in catalogue.COUNTERS}
-    assert groups <= {"roofline", "stalls", "sol", "full", "launch"}
+    assert groups <= {"roofline", "stalls", "sol", "full", "launch", "blackwell"}
+    # Blackwell-only names are read when a Blackwell report has them, never asked of ncu on Hopper
+    blackwell = {c.name for c in catalogue.COUNTERS if c.group == "blackwell"}
+    assert "sm__ops_path_tensor_src_fp4_dst_fp32.sum" in blackwell and not blackwell & collected
     # the sol group comes with ncu's SpeedOfLight section, which the sol add-on asks for
     assert metric_sets.ADDONS["sol"].sections == ("SpeedOfLight",)
     assert len({c.name for c in catalogue.COUNTERS}) == len(catalogue.COUNTERS)  # each named once

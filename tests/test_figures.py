@@ -136,3 +136,36 @@ def test_dataframe(fx: Path) -> None:
     assert list(df["flops.tensor_fp8"]) == [0, 17_179_869_184]
     assert "metrics" not in df.columns and "pipe_busy.fma" in df.columns
     assert list(df["dominant_precision"]) == ["tensor_bf16", "tensor_fp8"]
+
+
+def test_zero_denominator_is_null_with_its_reason() -> None:
+    """A launch that read no DRAM byte (everything in L2): FLOP per DRAM byte is x/0, not unmeasured."""
+    from kernelscope import catalogue as C
+    from kernelscope.analysis.derive import derive
+    from kernelscope.model import RawKernel
+
+    m = {C.DURATION: 4_000.0, C.DRAM_READ: 0.0, C.DRAM_WRITE: 0.0, C.TENSOR_OPS["bf16_dst_fp32"]: 1e6}
+    rec = derive(RawKernel("synthetic", 0, "k", "k", None, None, None, m))
+    assert rec.dram_bytes == 0 and rec.arithmetic_intensity is None and rec.achieved_dram_tbps == 0
+    assert "arithmetic_intensity" not in rec.unmeasured
+    assert any(n.startswith("arithmetic_intensity is undefined: dram_bytes is 0") for n in rec.notes)
+
+
+def test_blackwell_counter_names_and_fp4_class() -> None:
+    """No Blackwell capture exists here: a launch holding gb100's counter names (research-13 §1-2).
+    fp8/fp6 work lands in the f8f6f4 names, NVFP4/MXFP4 in fp4_dst_fp32, tcgen05 on the TC pipe."""
+    from kernelscope import catalogue as C
+    from kernelscope.analysis.derive import derive
+    from kernelscope.model import RawKernel
+
+    ops = C.TENSOR_OPS
+    idle = ("bf16_dst_fp32", "fp16_dst_fp16", "fp16_dst_fp32", "tf32_dst_fp32", "int8", "fp64", "fp4_fp6_fp8_dst_fp16")
+    m = {C.COMPUTE_CAPABILITY: 10.0, **{ops[o]: 0.0 for o in idle},
+         ops["fp4_dst_fp32"]: 9e12, ops["fp4_fp6_fp8_dst_fp32"]: 1e12, C.TENSOR_TC_INST: 1e6, C.DURATION: 2e6}
+    rec = derive(RawKernel("synthetic", 0, "k", "k", "NVIDIA B200", None, None, m))
+    assert rec.flops is not None and rec.flops["tensor_fp4"] == 9e12 and rec.flops["tensor_fp8"] == 1e12
+    assert rec.flops_missing == ("fp64", "fp32", "fp16")  # no SIMT counters given; Hopper's tensor names not missing
+    assert rec.tensor_path == "tcgen05" and rec.dominant_precision == "tensor_fp4"
+    hopper = one(Path(__file__).parent / "fixtures", "gemm_bf16.ncu-rep")
+    assert hopper.flops_missing == () and "tensor_fp4" not in (hopper.flops or {})  # no fp4 class on Hopper
+

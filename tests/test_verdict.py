@@ -8,7 +8,7 @@ import pytest
 
 import kernelscope
 from kernelscope.analysis import rules
-from kernelscope.analysis.verdict import bound_of, tail_idle_pct
+from kernelscope.analysis.verdict import tail_idle_pct
 from kernelscope.ceilings import load as load_ceilings
 from kernelscope.errors import CeilingsError, InputError
 
@@ -37,18 +37,18 @@ def test_decode_gemm_is_memory_bound(fx: Path) -> None:
     a = assess(fx, "decode_gemm.ncu-rep")
     assert a.bound == "memory"
     assert a.pct_sol_memory == pytest.approx(100 * 136_788_736 / 35_264e-9 / 4.8e12)
-    assert a.next_levers[0].rule == "cut-bytes"
+    assert a.next_levers[0].rule == "batch-rows"  # at the HBM roof: one level up
     assert "use-tensor-cores" not in [lv.rule for lv in a.next_levers]  # it uses them; it is memory-bound
 
 
-def test_softmax_is_memory_side_and_not_compute(fx: Path) -> None:
+def test_softmax_is_memory_side_and_not_compute_roof(fx: Path) -> None:
     a = assess(fx, "softmax.ncu-rep.gz")
     assert a.record.dominant_precision == "fp32"
     assert a.compute_ceiling_key == "h200-sxm.compute.fp32"
     assert a.record.arithmetic_intensity is not None and a.ridge_flops_per_byte is not None
     assert a.record.arithmetic_intensity < a.ridge_flops_per_byte
-    assert a.bound == "latency"  # neither roof reached: 20 % of HBM, SM pipes 61 % busy
-    assert "cut-instructions" in [lv.rule for lv in a.next_levers]
+    assert a.bound == "compute" and a.limiter.kind == "issue"  # issue slots 62 %, 21 % of HBM, FLOP 13 %
+    assert a.next_levers[0].rule == "stream-once"
 
 
 def test_divergent_kernel_gets_divergence_story_and_lever(fx: Path) -> None:
@@ -75,12 +75,10 @@ def test_every_lever_has_direction_and_confirmation(fx: Path) -> None:
         assert all(lv.expected and lv.confirm for lv in a.next_levers)
 
 
-def test_bound_rule_table() -> None:
-    assert bound_of(None, 50) == "unmeasured"
-    assert bound_of(82, 20) == "compute"
-    assert bound_of(3, 81) == "memory"
-    assert bound_of(50, 41) == "latency"
-    assert rules.ROOF_REACHED_PCT == 60.0
+def test_rule_lines() -> None:
+    assert (rules.NEAR_ROOF_PCT, rules.AT_ROOF_PCT) == (60.0, 80.0)  # ncu SOLBottleneck's lines
+    assert rules.KIND_BOUND["pipe"] == "compute" and rules.KIND_BOUND["l2"] == "memory"
+    assert rules.KIND_BOUND["launch"] == rules.KIND_BOUND["grid"] == "latency"
     assert tail_idle_pct(1.0) == 0
     assert tail_idle_pct(1.25) == pytest.approx(37.5)
 
@@ -112,10 +110,29 @@ def test_ceilings_file_override_and_validation(fx: Path, tmp_path: Path) -> None
 
 def test_packaged_ceilings_cover_required_devices_and_precisions() -> None:
     table = load_ceilings()
-    for key in ("h100-sxm", "h200-sxm", "b200", "gb300"):
+    for key in ("h100-sxm", "h200-sxm", "b200", "b300", "gb300"):
         dev = table.devices[key]
         assert dev.memory.value and dev.memory.source
         for prec in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8"):
             assert prec in dev.compute and dev.compute[prec].source, (key, prec)
     assert table.devices["h200-sxm"].compute["fp8"].value == 1979
     assert table.devices["gb300"].compute["fp4"].value == 15000
+
+
+def test_b300_is_its_own_entry_and_b200_hbm_says_which_figure() -> None:
+    table = load_ceilings()
+    b300, gb300, b200 = table.devices["b300"], table.devices["gb300"], table.devices["b200"]
+    assert table.pick("NVIDIA B300 SXM6 AC").hw_key == "b300"
+    assert b300.compute["fp4"].value == 13125 < gb300.compute["fp4"].value == 15000
+    assert b300.compute["fp64"].value == 1.25 and "HGX B300" in b300.compute["fp4"].source
+    assert b200.memory.value == 8.0 and "7.7 TB/s" in b200.memory.source and b200.compute["fp4"].value == 9000
+
+
+def test_each_peak_carries_its_clock_and_path_roofs() -> None:
+    h200 = load_ceilings().devices["h200-sxm"]
+    assert h200.compute["bf16"].clock_hz == 1.83e9 and h200.compute["fp8"].clock_hz == 1.83e9  # tensor peaks
+    assert h200.compute["fp32"].clock_hz == 1.98e9 and h200.compute["fp64_tensor"].clock_hz == 1.98e9
+    assert h200.memory.clock_hz == 3.201e9 and "FlashAttention-3" in h200.compute["bf16"].clock_source
+    assert h200.compute["bf16"].at_clock(1.61e9) == pytest.approx(989 * 1.61 / 1.83)
+    assert h200.path_roof("mma.sync").ratio == 0.667 and h200.path_roof("wgmma").ratio == 1.0
+    assert load_ceilings().devices["b200"].path_roof("mma.sync").ratio is None  # not sourced: said, not guessed

@@ -5,7 +5,10 @@ only if some set collects it (tests/test_architecture.py checks both directions)
 
 Groups: `roofline` is our default `--metrics` list; `stalls` is the stalls add-on; `sol` comes
 with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full` only with ncu's
-`--set full`; `launch` is recorded by ncu with every profiled launch (no pass, no request needed).
+`--set full`; `launch` is recorded by ncu with every profiled launch (no pass, no request needed);
+`blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,
+research-13 §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
+(ncu refuses a metric name the chip lacks).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Group = Literal["roofline", "stalls", "sol", "full", "launch"]
+Group = Literal["roofline", "stalls", "sol", "full", "launch", "blackwell"]
+Arch = Literal["hopper", "blackwell"]
 
 
 @dataclass(frozen=True)
@@ -32,16 +36,29 @@ def _c(name: str, group: Group, feeds: str) -> str:
 
 
 # -- work: FLOP by precision class --------------------------------------------------------------
-# Tensor-core work: one counter per precision class, already in FLOP (an FMA counts as 2).
-TENSOR_FLOPS: dict[str, str] = {
-    cls: _c(metric, "roofline", f"flops.{cls}") for cls, metric in (
-        ("tensor_bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum"),
-        ("tensor_fp16", "sm__ops_path_tensor_src_fp16.sum"),
-        ("tensor_tf32", "sm__ops_path_tensor_src_tf32_dst_fp32.sum"),
-        ("tensor_fp8", "sm__ops_path_tensor_src_fp8_sparsity_off.sum"),
-        ("tensor_int8", "sm__ops_path_tensor_src_int8.sum"),
-        ("tensor_fp64", "sm__ops_path_tensor_src_fp64.sum"),
-    )
+# Tensor-core work: precision class -> the counters (summed) holding it on each architecture, already
+# in FLOP (an FMA counts as 2). `hopper` is ncu's gh100 naming (also read for older chips); Blackwell
+# renames fp16, folds fp8/fp6 (and fp4 operands of the f8f6f4 kind, UTCQMMA) into one name and adds
+# the fp4 kind (UTCOMMA: NVFP4/MXFP4). An empty tuple: the class does not exist on that architecture.
+_OPS = "sm__ops_path_tensor_src_"
+_TENSOR_ROWS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    # class          Hopper (gh100)                 Blackwell (gb100)
+    ("tensor_bf16", ("bf16_dst_fp32",), ("bf16_dst_fp32",)),
+    ("tensor_fp16", ("fp16",), ("fp16_dst_fp16", "fp16_dst_fp32")),
+    ("tensor_tf32", ("tf32_dst_fp32",), ("tf32_dst_fp32",)),
+    ("tensor_fp8", ("fp8_sparsity_off",), ("fp4_fp6_fp8_dst_fp16", "fp4_fp6_fp8_dst_fp32")),
+    ("tensor_int8", ("int8",), ("int8",)),
+    ("tensor_fp64", ("fp64",), ("fp64",)),
+    ("tensor_fp4", (), ("fp4_dst_fp32",)),
+)
+_HOPPER_OPS = {op for _, hopper, _ in _TENSOR_ROWS for op in hopper}
+TENSOR_OPS: dict[str, str] = {  # short op name -> counter, each named once
+    op: _c(f"{_OPS}{op}.sum", "roofline" if op in _HOPPER_OPS else "blackwell", "flops (tensor)")
+    for op in dict.fromkeys(op for _, hopper, blackwell in _TENSOR_ROWS for op in hopper + blackwell)
+}
+TENSOR_FLOPS: dict[str, dict[Arch, tuple[str, ...]]] = {
+    cls: {"hopper": tuple(TENSOR_OPS[o] for o in hopper), "blackwell": tuple(TENSOR_OPS[o] for o in blackwell)}
+    for cls, hopper, blackwell in _TENSOR_ROWS
 }
 # Non-tensor work: thread-level SASS instruction counts times FLOP per instruction.
 # fp64/fp32: add and mul count 1, fma 2. fp16 SASS ops are packed half2 (HADD2/HMUL2/HFMA2), so
@@ -89,6 +106,9 @@ TENSOR_PIPE = _c("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
 # wgmma instructions in both counters, mma.sync only in the hmma one.
 TENSOR_WGMMA_INST = _c("sm__inst_executed_pipe_tensor_op_gmma.sum", "roofline", "tensor_path")
 TENSOR_HMMA_INST = _c("sm__inst_executed_pipe_tensor_op_hmma.sum", "roofline", "tensor_path")
+# Blackwell: tcgen05 (UTC*MMA) runs on the TC pipe, legacy mma.sync on the tensor pipe's hmma subpipe.
+TENSOR_TC_INST = _c("sm__inst_executed_pipe_tc.sum", "blackwell", "tensor_path")
+TENSOR_SUBPIPE_HMMA_INST = _c("sm__inst_executed_pipe_tensor_subpipe_hmma.sum", "blackwell", "tensor_path")
 PIPES: dict[str, str] = {  # pipe -> % of its peak while the SM was active
     pipe: _c(metric, "roofline", f"pipe_busy.{pipe}") for pipe, metric in (
         ("fma", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
@@ -115,6 +135,8 @@ BLOCK_LIMITS: dict[str, str] = {
 GRID_DIMS = tuple(_c(f"launch__grid_dim_{a}", "launch", "grid") for a in "xyz")
 BLOCK_DIMS = tuple(_c(f"launch__block_dim_{a}", "launch", "block") for a in "xyz")
 DEVICE_NAME = _c("device__attribute_display_name", "launch", "device")
+COMPUTE_CAPABILITY = _c("device__attribute_compute_capability_major", "launch", "flops (counter names by arch)")
+MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limiter (clock cap)")
 
 # -- divergence ----------------------------------------------------------------------------------
 BRANCH_TARGETS = _c("smsp__sass_branch_targets.sum", "roofline", "branch_divergence_pct")

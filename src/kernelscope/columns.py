@@ -18,8 +18,8 @@ from . import typed
 from .analysis.categories import categorize
 from .model import Assessment, KernelRecord
 
-SCHEMA_VERSION = 2
-Kind = Literal["number", "integer", "text", "map", "list"]
+SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
+Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ RECORD: tuple[Column, ...] = (
     Column("flops_missing", "list", "", "precision classes whose counters were not collected",
            lambda r: list(r.flops_missing), nullable=False),
     Column("dominant_precision", "text", "", "precision class holding most FLOP", _r("dominant_precision")),
-    Column("tensor_path", "text", "", "tensor instruction path: wgmma or mma.sync", _r("tensor_path")),
+    Column("tensor_path", "text", "", "tensor instruction path: wgmma, tcgen05 or mma.sync", _r("tensor_path")),
     _num("dram_bytes", "byte", "DRAM bytes read + written"),
     _num("l2_bytes", "byte", "L2 bytes (lts__t_bytes.sum)"),
     _num("arithmetic_intensity", "FLOP/byte", "FLOP per DRAM byte"),
@@ -133,15 +133,34 @@ PLACED: tuple[Column, ...] = (
     Column("memory_ceiling_key", "text", "", "the memory ceiling", _a("memory_ceiling_key"), nullable=False),
     _num("memory_ceiling_tbps", "TB/s", "value at memory_ceiling_key", _a("memory_ceiling_tbps")),
     _num("ridge_flops_per_byte", "FLOP/byte", "ridge point of the binding roofs", _a("ridge_flops_per_byte")),
-    _num("pct_sol_compute", "% of SoL", "compute speed of light", _a("pct_sol_compute")),
-    _num("pct_sol_memory", "% of SoL", "memory speed of light", _a("pct_sol_memory")),
+    _num("pct_sol_compute", "% of SoL", "compute speed of light against the datasheet figure (limiter.pct holds "
+         "the limiting roof at the measured clock)", _a("pct_sol_compute")),
+    _num("pct_sol_memory", "% of SoL", "memory speed of light against the datasheet figure", _a("pct_sol_memory")),
     _num("pct_sol", "% of SoL", "%SoL against the roof that binds", lambda a: binding_sol(a)[0]),
     Column("ceiling_key", "text", "", "the ceiling pct_sol is against", lambda a: binding_sol(a)[1]),
     Column("bound", "text", "", "compute | memory | latency | unmeasured", _a("bound"), nullable=False),
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
-    Column("limiters", "list", "", "what limits it, with the figures", lambda a: list(a.limiters), nullable=False),
-    Column("next_levers", "list", "", "ranked levers: rule, action, expected, confirm, gain, cost",
-           lambda a: [_fields(lv) for lv in a.next_levers], nullable=False),
+    Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
+           "(tensor, simt, hbm, l2, pipe, issue, latency, launch, grid, unmeasured), key, name, pct at the measured "
+           "clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False),
+    Column("runner_up", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "the next roof (the nearest "
+           "one when latency is named), as limiter", lambda a: None if a.runner_up is None else _fields(a.runner_up)),
+    Column("evidence", "list", "", "the figures that decided, with units", lambda a: list(a.evidence),
+           nullable=False),
+    Column("provenance", "map", "", "who owns the code (library, open, user), its family, warp_specialised, "
+           "and what matched", lambda a: _fields(a.provenance), nullable=False),
+    Column("ncu_bottleneck", "text", "", "ncu's own SOLBottleneck title from the report", lambda a: a.ncu.bottleneck),
+    Column("ncu_agrees", "boolean", "", "whether ncu's SOLBottleneck agrees with bound; null: nothing to compare",
+           lambda a: a.ncu.agrees),
+    Column("ncu_why", "text", "", "ncu's figures and title beside ours, and why they differ when they do",
+           lambda a: a.ncu.why, nullable=False),
+    Column("ncu_fired", "list", "", "ncu's launch, occupancy, pipe and issue rules that fired",
+           lambda a: list(a.ncu.rules), nullable=False),
+    Column("limiters", "list", "", "what else limits it, with the figures", lambda a: list(a.limiters),
+           nullable=False),
+    Column("next_levers", "list", "", "ranked levers the owner can pull: rule, family, action, expected, confirm, "
+           "gain, cost, unlock_x (upper-bound speed-up, x)", lambda a: [_fields(lv) for lv in a.next_levers],
+           nullable=False),
     Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
            lambda a: None if a.analytic is None else dict(a.analytic)),
     Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
@@ -205,6 +224,7 @@ def _finite(obj: dict[str, Any]) -> dict[str, Any]:
 _KINDS: dict[Kind, Callable[[Any], bool]] = {
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
     "text": lambda v: isinstance(v, str), "map": lambda v: isinstance(v, dict), "list": lambda v: isinstance(v, list),
 }
 
@@ -230,6 +250,8 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
     rec["metrics"] = {}
     doc = {f.name: obj[f.name] for f in fields(Assessment) if f.name in obj}
     doc["record"] = rec
+    doc["ncu"] = {"bottleneck": obj.get("ncu_bottleneck"), "rules": obj.get("ncu_fired"),
+                  "agrees": obj.get("ncu_agrees"), "why": obj.get("ncu_why")}
     if "pct_of_achievable" in obj:
         doc["achievable"] = obj["pct_of_achievable"]
     return typed.build(Assessment, doc, where)
@@ -262,8 +284,8 @@ def _text(value: Any) -> str:
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema (2020-12) of `analyze --format json` and of a campaign cell's ncu_kernels.json."""
-    types: dict[Kind, Any] = {"number": "number", "integer": "integer", "text": "string", "map": "object",
-                              "list": "array"}
+    types: dict[Kind, Any] = {"number": "number", "integer": "integer", "boolean": "boolean", "text": "string",
+                              "map": "object", "list": "array"}
     props = {}
     for c in COLUMNS:
         t = types[c.kind]

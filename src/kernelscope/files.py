@@ -113,16 +113,20 @@ def read_text(path: Path, limit: int = 64 << 20, what: str = "file") -> str:
 
 @functools.cache
 def _plain_yaml_loader() -> type[yaml.SafeLoader]:
-    """Safe YAML without anchors and aliases: a 538-byte file of nested aliases can otherwise
-    expand to gigabytes ("billion laughs"); kernelscope's YAML files never need them. Built on first
-    use so that importing this module does not import PyYAML (start-up time)."""
+    """Safe YAML whose aliases may only name a scalar: a 538-byte file of nested aliases of lists
+    can otherwise expand to gigabytes ("billion laughs"), while a repeated string (a source cited
+    by many ceilings) cannot multiply. Built on first use so that importing this module does not
+    import PyYAML (start-up time)."""
     import yaml
 
     class PlainYamlLoader(yaml.SafeLoader):
         def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()  # type: ignore[no-untyped-call]
-                raise yaml.composer.ComposerError(None, None, "YAML aliases are not allowed here", event.start_mark)
+                anchored = self.anchors.get(event.anchor)
+                if not isinstance(anchored, yaml.ScalarNode):  # a scalar alias is one string, it cannot multiply
+                    raise yaml.composer.ComposerError(None, None, "YAML aliases of maps or lists are not allowed",
+                                                      event.start_mark)
             return super().compose_node(parent, index)  # type: ignore[arg-type]
 
     return PlainYamlLoader

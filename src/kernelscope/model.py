@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Bound = Literal["compute", "memory", "latency", "unmeasured"]
-TensorPath = Literal["wgmma", "mma.sync"]
+# What limits a kernel: a roof (a precision's tensor or SIMT peak, HBM, L2, an SM pipe, the issue
+# slots), or none reached (latency; launch overhead; a grid smaller than one wave), or not measured.
+LimiterKind = Literal["tensor", "simt", "hbm", "l2", "pipe", "issue", "latency", "launch", "grid", "unmeasured"]
+ProvenanceKind = Literal["library", "open", "user"]  # who can change the kernel: a vendor, a project, you
+TensorPath = Literal["wgmma", "tcgen05", "mma.sync"]
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,51 @@ class KernelRecord:
 
 @dataclass(frozen=True)
 class Lever:
-    """A next step: what to change, which way the figures should move, and how to confirm it."""
+    """A next step: what to change, which way the figures should move and by how much, what it
+    costs, and the metric and capture that confirm it."""
 
     rule: str
+    family: str  # algorithm, kernel, config, precision, fusion, batching, graphs, source, compiler, capture
     action: str
     expected: str
     confirm: str
     gain: int  # 3 high, 2 medium, 1 low
     cost: int  # 1 low, 2 medium, 3 high
+    unlock_x: float | None = None  # upper bound on this kernel's speed-up from the figures, x; None: not a time ratio
+
+
+@dataclass(frozen=True)
+class Limiter:
+    """One roof a kernel is held to, read at the clock it ran at, or the latency story when no roof
+    is reached. `pct` decides; `pct_datasheet` stands beside it for FLOP and HBM roofs."""
+
+    kind: LimiterKind
+    key: str  # the ceiling key (with @path for a tensor roof) or the counter it is read from
+    name: str  # as a reader says it: "tensor bf16 roof (wgmma)", "FMA pipe", "HBM"
+    pct: float | None  # % of the roof at the measured clock, over elapsed time; None for latency kinds
+    pct_datasheet: float | None  # % of the datasheet figure at its own clock (FLOP and HBM roofs)
+    clock_hz: float | None  # the measured clock pct is held at; None: the datasheet clock, or a per-cycle share
+    reading: str  # the figures behind pct, with units
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who owns the kernel's code, which decides the levers one can pull."""
+
+    kind: ProvenanceKind
+    family: str  # cuBLAS, cuDNN, NCCL, FlashAttention, PyTorch ATen, Triton (torch.compile), your code...
+    warp_specialised: bool  # producer/consumer warpgroups: their barrier waits are the design
+    evidence: str
+
+
+@dataclass(frozen=True)
+class NcuVerdict:
+    """ncu's own rule results beside ours, and why they differ when they do."""
+
+    bottleneck: str | None  # SOLBottleneck's title ("High Throughput", "Latency Issue", ...); None: not in the report
+    rules: tuple[str, ...]  # ncu's launch, occupancy, pipe and issue rules that fired ("LaunchConfiguration: ...")
+    agrees: bool | None  # None: nothing to compare (no ncu rules, or our verdict is unmeasured)
+    why: str  # one line: how ncu reached its title, and why ours differs when it does
 
 
 @dataclass(frozen=True)
@@ -122,6 +163,11 @@ class Assessment:
     pct_sol_memory: float | None
     bound: Bound
     verdict: str
+    limiter: Limiter  # what decided the bound
+    runner_up: Limiter | None  # the next roof after the limiter, or the nearest one when latency is named
+    evidence: tuple[str, ...]  # the figures that decided, with units
+    provenance: Provenance
+    ncu: NcuVerdict
     limiters: tuple[str, ...] = ()
     next_levers: tuple[Lever, ...] = field(default=())
     analytic: Mapping[str, float | str] | None = None  # the harness's analytic work, with counted/analytic

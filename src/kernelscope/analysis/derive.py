@@ -37,15 +37,31 @@ def _real_hfma(m: Mapping[str, float], hfma: float, hadd: float, hmul: float) ->
     return real, note
 
 
+BLACKWELL_ONLY = frozenset(C.group("blackwell"))
+
+
+def arch(m: Mapping[str, float]) -> C.Arch:
+    """Whose counter names the report holds: the device's compute capability (10 and up is
+    Blackwell), else any Blackwell-only counter present."""
+    if C.COMPUTE_CAPABILITY in m:
+        return "blackwell" if m[C.COMPUTE_CAPABILITY] >= 10 else "hopper"
+    return "blackwell" if BLACKWELL_ONLY.intersection(m) else "hopper"
+
+
 def flops_by_precision(m: Mapping[str, float]) -> tuple[dict[str, float] | None, list[str], list[str]]:
     """FLOP per precision class for the classes whose counters were collected, the classes that
-    were not, and notes. None when no class was collected at all."""
+    were not (a class the architecture lacks, like fp4 on Hopper, is neither), and notes. None when
+    no class was collected at all."""
     flops: dict[str, float] = {}
     missing: list[str] = []
     notes: list[str] = []
-    for cls, metric in C.TENSOR_FLOPS.items():
-        if metric in m:
-            flops[cls] = m[metric]
+    names = arch(m)
+    for cls, by_arch in C.TENSOR_FLOPS.items():
+        metrics = by_arch[names]
+        if not metrics:
+            continue
+        if all(n in m for n in metrics):
+            flops[cls] = sum(m[n] for n in metrics)
         else:
             missing.append(cls)
     for cls, ops in C.SIMT_FLOPS.items():
@@ -65,6 +81,11 @@ def flops_by_precision(m: Mapping[str, float]) -> tuple[dict[str, float] | None,
     if not flops:
         return None, missing, notes
     return flops, missing, notes
+
+
+# Ratio figures and their denominators: a zero denominator makes the figure undefined, not unmeasured.
+ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops", "duration_ns"),
+                     ("achieved_dram_tbps", "duration_ns"))
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -94,12 +115,18 @@ def warp_stall_shares(m: Mapping[str, float]) -> dict[str, float] | None:
 
 
 def tensor_path(m: Mapping[str, float], tensor_flops: float) -> TensorPath | None:
-    """wgmma when any warpgroup MMA ran; mma.sync when HMMA instructions (beyond HFMA2.MMA moves) did."""
-    if tensor_flops <= 0 or C.TENSOR_WGMMA_INST not in m:
+    """tcgen05 (Blackwell) or wgmma (Hopper) when any such MMA ran; mma.sync when only HMMA
+    instructions did (on Hopper the hmma counter also counts wgmma and HFMA2.MMA moves, so it is
+    read only beside the wgmma counter, less the moves); None when the counters were not collected."""
+    if tensor_flops <= 0:
         return None
-    if m[C.TENSOR_WGMMA_INST] > 0:
+    if m.get(C.TENSOR_TC_INST, 0.0) > 0:
+        return "tcgen05"
+    if m.get(C.TENSOR_WGMMA_INST, 0.0) > 0:
         return "wgmma"
-    if m.get(C.TENSOR_HMMA_INST, 0.0) - m.get(C.HFMA2_MMA, 0.0) > 0:
+    if C.TENSOR_TC_INST in m and m.get(C.TENSOR_SUBPIPE_HMMA_INST, 0.0) > 0:
+        return "mma.sync"
+    if C.TENSOR_WGMMA_INST in m and m.get(C.TENSOR_HMMA_INST, 0.0) - m.get(C.HFMA2_MMA, 0.0) > 0:
         return "mma.sync"
     return None
 
@@ -128,7 +155,7 @@ def derive(raw: RawKernel) -> KernelRecord:
     if C.TENSOR_PIPE in m:
         pipes["tensor"] = m[C.TENSOR_PIPE]
     path = tensor_path(m, tensor)
-    if tensor > 0 and path is None and C.TENSOR_WGMMA_INST not in m:
+    if tensor > 0 and path is None and C.TENSOR_WGMMA_INST not in m and C.TENSOR_TC_INST not in m:
         notes.append("tensor instruction path unknown (wgmma/HMMA instruction counters not collected)")
     record = KernelRecord(
         source=raw.source,
@@ -176,8 +203,12 @@ def derive(raw: RawKernel) -> KernelRecord:
         notes=tuple(notes),
         metrics=m,
     )
+    for figure, denominator in ZERO_DENOMINATORS:
+        if getattr(record, denominator) == 0:
+            notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")
+            not_applicable.add(figure)
     skip = {"source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing",
             "dominant_precision", "tensor_path", "ncu_rules", "unmeasured", "notes", "metrics", "block_limits"}
     unmeasured = [f.name for f in fields(record)
                   if f.name not in skip | not_applicable and getattr(record, f.name) is None]
-    return replace(record, unmeasured=tuple(unmeasured))
+    return replace(record, unmeasured=tuple(unmeasured), notes=tuple(notes))

@@ -1,33 +1,58 @@
-"""The next-lever frontier: every kernel's levers in one ranking, so the output ends with what to
-try first across the workload, not kernel by kernel."""
+"""The next-lever frontier: every kernel's levers in one ranking, so the output ends with what to try
+first across the workload, not kernel by kernel. A kernel is all its launches (groups.py), ranked by
+its total time; when a profile of the whole run is joined (nsys totals or a sampling profiler's
+shares, which report/join.py reads), its shares replace ours, since they count the launches ncu
+never captured. Each row says which share it used."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Assessment
+from .groups import group
+
+BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain / cost
 
 
 @dataclass(frozen=True)
 class FrontierItem:
     score: float  # gain x (0.25 + time share) / cost: a big kernel's lever first, a cheap one before a dear one
     kernel: str
-    time_share_pct: float
+    time_share_pct: float | None  # None: the kernel is absent from the joined profile
+    share_basis: str  # what the share is of
+    launches: int
+    total_ns: float | None  # over every captured launch
     rule: str
+    family: str
     action: str
     expected: str
     confirm: str
     gain: int
     cost: int
+    unlock_x: float | None
 
 
-def frontier(items: Sequence[Assessment]) -> list[FrontierItem]:
-    total = sum(a.record.duration_ns or 0 for a in items) or 1.0
+def frontier(items: Sequence[Assessment], weights: Mapping[str, float] | None = None,
+             basis: str = "joined profile") -> list[FrontierItem]:
+    """`weights`: kernel name -> its weight in a whole-run profile (nsys total ns, sample %); any
+    unit, since shares are taken over the kernels present here."""
+    groups = group(items)
+    if weights is None:
+        own = {g.name: g.total_ns or 0.0 for g in groups}
+        total = sum(own.values()) or 1.0
+        shares: dict[str, float | None] = {n: v / total for n, v in own.items()}
+    else:
+        total = sum(weights.get(g.name, 0.0) for g in groups) or 1.0
+        shares = {g.name: (weights[g.name] / total if g.name in weights else None) for g in groups}
     rows = []
-    for a in items:
-        share = (a.record.duration_ns or 0) / total
-        for lv in a.next_levers:
-            rows.append(FrontierItem(lv.gain * (0.25 + share) / lv.cost, a.record.name, 100 * share, lv.rule,
-                                     lv.action, lv.expected, lv.confirm, lv.gain, lv.cost))
+    for g in groups:
+        share = shares[g.name]
+        what = (f"ncu: {len(g.launches)} launch{'es' if len(g.launches) > 1 else ''} of this kernel over all "
+                "captured launches" if weights is None else basis if share is not None else f"absent from the {basis}")
+        for lv in g.representative.next_levers:
+            rows.append(FrontierItem(
+                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, g.name, None if share is None else 100 * share,
+                what, len(g.launches), g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
+                lv.gain, lv.cost, lv.unlock_x))
     return sorted(rows, key=lambda r: -r.score)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Assessment
+from ..model import Assessment, LimiterKind
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,25 @@ class KernelGroup:
         return None if total is None else total / len(self.launches)
 
     @property
+    def time_by_limiter(self) -> dict[LimiterKind, float]:
+        """Summed duration of the launches behind each limiter kind, most first (launches of one
+        kernel can differ: a decode and a prefill shape through the same GEMM)."""
+        out: dict[LimiterKind, float] = {}
+        for a in self.launches:
+            out[a.limiter.kind] = out.get(a.limiter.kind, 0.0) + (a.record.duration_ns or 0.0)
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    @property
+    def consistent(self) -> bool:
+        """Every launch has the same limiter kind."""
+        return len(self.time_by_limiter) == 1
+
+    @property
     def representative(self) -> Assessment:
-        """The launch whose verdict stands for the kernel: the longest one."""
-        return self.launches[0]
+        """The launch whose verdict stands for the kernel: the longest launch of the limiter kind
+        that holds most of the kernel's time, so the group's verdict is where its time goes."""
+        kind = next(iter(self.time_by_limiter))
+        return next(a for a in self.launches if a.limiter.kind == kind)
 
 
 def group(items: Sequence[Assessment]) -> list[KernelGroup]:

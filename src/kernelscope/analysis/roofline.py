@@ -15,6 +15,7 @@ MINOR_SHARE = 0.01
 
 @dataclass(frozen=True)
 class Placement:
+    binding_class: str | None  # the precision class whose time at its peak is longest
     compute_ceiling_key: str | None
     compute_ceiling_tflops: float | None
     memory_ceiling_key: str
@@ -36,7 +37,7 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
         pct_mem = 100.0 * rec.achieved_dram_tbps / mem.value
     total = rec.flops_total
     if rec.flops is None or not total or not rec.duration_ns:
-        return Placement(None, None, mem.key, mem.value or 0.0, None,
+        return Placement(None, None, None, mem.key, mem.value or 0.0, None,
                          0.0 if total == 0 else None, pct_mem, ())
     at_peak_ns: dict[str, float] = {}
     ceilings: dict[str, Ceiling] = {}
@@ -47,7 +48,7 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
         if ceiling.value is None:
             if flop / total >= MINOR_SHARE:
                 notes.append(f"no ceiling for {ceiling.key}: compute %SoL unknown")
-                return Placement(ceiling.key, None, mem.key, mem.value or 0.0, None, None, pct_mem, tuple(notes))
+                return Placement(cls, ceiling.key, None, mem.key, mem.value or 0.0, None, None, pct_mem, tuple(notes))
             share = 100 * flop / total
             notes.append(f"{cls} work ({share:.2f} % of FLOP) has no ceiling ({ceiling.key}); left out of %SoL")
             continue
@@ -60,4 +61,5 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
         notes.append(f"{binding.key} binds although {rec.dominant_precision} holds most FLOP")
     ridge = binding.value / mem.value if mem.value else None  # (TFLOP/s)/(TB/s) = FLOP/byte
     pct_comp = 100.0 * at_peak_ns[binding_cls] / rec.duration_ns
-    return Placement(binding.key, binding.value, mem.key, mem.value or 0.0, ridge, pct_comp, pct_mem, tuple(notes))
+    return Placement(binding_cls, binding.key, binding.value, mem.key, mem.value or 0.0, ridge, pct_comp, pct_mem,
+                     tuple(notes))

@@ -1,24 +1,23 @@
-"""Classify a placed kernel: its bound, the limiter story and the ranked next levers."""
+"""Judge a KernelRecord against its device: place it on the roofline, read each roof at the clocks it
+ran at, name the limiter with its evidence, set ncu's own verdict beside ours, and rank the levers
+its owner can pull."""
 
 from __future__ import annotations
 
 import math
-import re
 
 from ..ceilings import DeviceCeilings
-from ..model import Assessment, Bound, KernelRecord, Lever
+from ..model import Assessment, KernelRecord
+from .categories import categorize
+from .judge import judge
+from .levers import levers
+from .ncu_verdicts import compare
+from .provenance import classify
 from .roofline import place
-from .rules import LEVERS, LIMITERS, ROOF_REACHED_PCT, Facts
+from .roofs import candidates
+from .rules import LIMITERS, PRECISION_STEP, Facts
 
-GEMM_NAME = re.compile(r"gemm|nvjet|cutlass|xmma|matmul|gemv|wgmma|mma", re.IGNORECASE)
-
-
-def bound_of(pct_compute: float | None, pct_memory: float | None) -> Bound:
-    if pct_compute is None or pct_memory is None:
-        return "unmeasured"
-    if max(pct_compute, pct_memory) < ROOF_REACHED_PCT:
-        return "latency"
-    return "compute" if pct_compute >= pct_memory else "memory"
+GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
 
 
 def tail_idle_pct(waves: float | None) -> float | None:
@@ -29,33 +28,40 @@ def tail_idle_pct(waves: float | None) -> float | None:
     return 100.0 * (full - waves) / full
 
 
-def _verdict_text(rec: KernelRecord, bound: str, pc: float | None, pm: float | None, ceiling: str | None) -> str:
-    if bound == "unmeasured":
-        missing = ", ".join(f for f in ("flops", "dram_bytes", "duration_ns") if f in rec.unmeasured)
-        missing = missing or f"a ceiling ({ceiling or 'compute'})"
-        busy = ""
-        if rec.sm_busy_pct is not None:
-            busy = f"; SM busy {rec.sm_busy_pct:.0f} % (SM throughput, not a FLOP rate)"
-        return f"unmeasured: {missing} not available, no roofline verdict{busy}"
-    side = "compute" if bound == "compute" else "memory" if bound == "memory" else "neither"
-    return (f"{bound}-bound: {pc:.0f} % of compute SoL, {pm:.0f} % of memory SoL"
-            + ("" if side != "neither" else f" (both below {ROOF_REACHED_PCT:.0f} %: latency/issue-bound)"))
+def precision_step(rec: KernelRecord, dev: DeviceCeilings) -> tuple[str, float] | None:
+    """The next cheaper tensor precision the device has a peak for, and that peak over this one's."""
+    cls = rec.dominant_precision or ""
+    nxt = PRECISION_STEP.get(cls)
+    if nxt is None:
+        return None
+    here, there = dev.for_precision(cls).value, dev.for_precision(nxt).value
+    return None if not here or not there else (nxt, there / here)
+
+
+def path_ratio(rec: KernelRecord, dev: DeviceCeilings) -> float | None:
+    """The kernel's tensor path's share of the chip's peak, when a sourced one is under 1."""
+    if rec.tensor_path is None:
+        return None
+    ratio = dev.path_roof(rec.tensor_path).ratio
+    return ratio if ratio is not None and ratio < 1 else None
 
 
 def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
     p = place(rec, dev)
-    bound = bound_of(p.pct_sol_compute, p.pct_sol_memory)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
+    roofs = candidates(rec, dev, p)
+    j = judge(rec, p, roofs, top)
+    prov = classify(rec)
+    category = categorize(rec.name, rec.name_full)[0]
     facts = Facts(
-        rec=rec, bound=bound, pct_compute=p.pct_sol_compute, pct_memory=p.pct_sol_memory,
-        top_stall=top, top_stall_pct=stalls.get(top) if top else None,
-        gemm_like=bool(GEMM_NAME.search(rec.name)), tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
+        rec=rec, bound=j.bound, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
+        top_stall=top, top_stall_pct=stalls.get(top) if top else None, tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
+        gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
+        path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
+        hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
     )
-    limiters = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
-    fired = [r for r in LEVERS if r.when(facts)]
-    fired.sort(key=lambda r: (-r.gain, r.cost))
-    levers = tuple(Lever(r.name, r.action, r.expected, r.confirm, r.gain, r.cost) for r in fired)
+    story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
     return Assessment(
         record=rec,
         hw_key=dev.hw_key,
@@ -66,8 +72,13 @@ def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
         ridge_flops_per_byte=p.ridge_flops_per_byte,
         pct_sol_compute=p.pct_sol_compute,
         pct_sol_memory=p.pct_sol_memory,
-        bound=bound,
-        verdict=_verdict_text(rec, bound, p.pct_sol_compute, p.pct_sol_memory, p.compute_ceiling_key),
-        limiters=limiters + p.notes,
-        next_levers=levers,
+        bound=j.bound,
+        verdict=j.verdict,
+        limiter=j.limiter,
+        runner_up=j.runner_up,
+        evidence=j.evidence,
+        provenance=prov,
+        ncu=compare(rec, j.bound, j.limiter, j.runner_up),
+        limiters=story + p.notes,
+        next_levers=levers(facts),
     )

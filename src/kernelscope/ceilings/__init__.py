@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ PRECISION_CEILING: dict[str, str] = {
     "tensor_fp8": "fp8",
     "tensor_int8": "int8",
     "tensor_fp64": "fp64_tensor",
+    "tensor_fp4": "fp4",
     "fp64": "fp64",
     "fp32": "fp32",
     "fp16": "fp16_simt",
@@ -34,6 +35,24 @@ class Ceiling:
     key: str  # full key path, e.g. "h200-sxm.compute.bf16"
     value: float | None  # TFLOP/s or TB/s; None: no sourced figure
     source: str
+    clock_hz: float | None = None  # the clock the figure is computed at; None: not sourced
+    clock_source: str = ""
+
+    def at_clock(self, clock_hz: float | None) -> float | None:
+        """The figure scaled to the clock a kernel ran at (peaks are per-clock rates times the clock);
+        None when either clock is unknown."""
+        if self.value is None or self.clock_hz is None or clock_hz is None:
+            return None
+        return self.value * clock_hz / self.clock_hz
+
+
+@dataclass(frozen=True)
+class PathRoof:
+    """The share of the tensor peak one instruction path reaches (mma.sync vs wgmma on Hopper)."""
+
+    path: str
+    ratio: float | None  # None: not sourced
+    source: str
 
 
 @dataclass(frozen=True)
@@ -44,10 +63,16 @@ class DeviceCeilings:
     match: tuple[str, ...]  # device names (as ncu reports them) that select this entry
     memory: Ceiling
     compute: Mapping[str, Ceiling]
+    tensor_paths: Mapping[str, PathRoof] = field(default_factory=dict)
 
     def for_precision(self, precision_class: str) -> Ceiling:
         name = PRECISION_CEILING[precision_class]
         return self.compute.get(name) or Ceiling(f"{self.hw_key}.compute.{name}", None, "absent")
+
+    def path_roof(self, path: str | None) -> PathRoof:
+        """A listed path's share of the peak; the datasheet peak is the fastest path's (wgmma,
+        tcgen05), so any other path, or an unknown one, is held to the whole peak."""
+        return self.tensor_paths.get(path or "") or PathRoof(path or "unknown", 1.0, "the datasheet peak")
 
 
 @dataclass(frozen=True)
@@ -109,8 +134,12 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
     for prec, entry in _map(spec["compute"] or {}, f"{key}.compute", origin).items():
         entry = _map(entry, f"{key}.compute.{prec}", origin)
         value = _number(entry.get("tflops"), f"{key}.compute.{prec}.tflops", origin)
-        source = _text(entry.get("source"), f"{key}.compute.{prec}.source", origin)
-        compute[prec] = Ceiling(f"{key}.compute.{prec}", value, source)
+        compute[prec] = _ceiling(f"{key}.compute.{prec}", value, entry, origin)
+    paths = {}
+    for path, entry in _map(spec.get("tensor_paths") or {}, f"{key}.tensor_paths", origin).items():
+        entry = _map(entry, f"{key}.tensor_paths.{path}", origin)
+        ratio = _number(entry.get("ratio"), f"{key}.tensor_paths.{path}.ratio", origin)
+        paths[path] = PathRoof(path, ratio, _text(entry.get("source"), f"{key}.tensor_paths.{path}.source", origin))
     match = spec.get("match") or []
     if not isinstance(match, list):
         raise InputError(origin, f"{key}.match must be a list of device names, got {type(match).__name__}")
@@ -119,9 +148,16 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         name=_text(spec.get("name"), f"{key}.name", origin, key),
         origin=origin,
         match=tuple(_text(m, f"{key}.match", origin) for m in match),
-        memory=Ceiling(f"{key}.memory.hbm", tbps, _text(hbm.get("source"), f"{key}.memory.hbm.source", origin)),
+        memory=_ceiling(f"{key}.memory.hbm", tbps, hbm, origin),
         compute=compute,
+        tensor_paths=paths,
     )
+
+
+def _ceiling(key: str, value: float | None, entry: dict[str, Any], origin: str) -> Ceiling:
+    mhz = _number(entry.get("clock_mhz"), f"{key}.clock_mhz", origin)
+    return Ceiling(key, value, _text(entry.get("source"), f"{key}.source", origin), None if mhz is None else mhz * 1e6,
+                   _text(entry.get("clock_source"), f"{key}.clock_source", origin))
 
 
 def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:

@@ -1,0 +1,145 @@
+"""Pick the limiter among a kernel's roofs (roofs.py) by the lines in rules.py, and say why: the
+figures that decided, the runner-up, and both sides when the call is near a line. The nearest
+roof at or over 60 % names the limiter; under it the kernel is latency-bound, and the latency is
+told apart as launch overhead, a grid under one wave, or stalls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import catalogue as C
+from ..model import Bound, KernelRecord, Limiter
+from .roofline import Placement
+from .roofs import l2_share
+from .rules import (
+    AT_ROOF_PCT,
+    BOUNDARY_PCT,
+    EMPTY_KERNEL_NS,
+    GRID_WAVES,
+    KIND_BOUND,
+    L2_REUSE_RATIO,
+    LAUNCH_BOUND_NS,
+    NEAR_ROOF_PCT,
+)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    limiter: Limiter
+    runner_up: Limiter | None
+    bound: Bound
+    verdict: str
+    evidence: tuple[str, ...]
+
+
+def eligible(rec: KernelRecord, roofs: Sequence[Limiter]) -> list[Limiter]:
+    """The roofs that may be named: a pipe at its roof is named before the issue slots its own
+    instructions fill; L2 gives way to HBM unless it serves reuse (L2 bytes >= 2x DRAM bytes)."""
+    pipe_full = any(r.kind == "pipe" and (r.pct or 0.0) >= AT_ROOF_PCT for r in roofs)
+    has_hbm = any(r.kind == "hbm" for r in roofs)
+    share = l2_share(rec)
+    return [r for r in roofs
+            if not (r.kind == "issue" and pipe_full)
+            and not (r.kind == "l2" and has_hbm and (share is None or share < L2_REUSE_RATIO))]
+
+
+def unmeasured(rec: KernelRecord, p: Placement) -> Limiter | None:
+    """No roofline verdict without FLOP, DRAM bytes, duration and a compute ceiling."""
+    if p.pct_sol_compute is not None and p.pct_sol_memory is not None:
+        return None
+    missing = ", ".join(f for f in ("flops", "dram_bytes", "duration_ns") if f in rec.unmeasured)
+    missing = missing or f"a ceiling ({p.compute_ceiling_key or 'compute'})"
+    busy = "" if rec.sm_busy_pct is None else f"; SM busy {rec.sm_busy_pct:.0f} % (SM throughput, not a FLOP rate)"
+    return Limiter("unmeasured", missing, "unmeasured", None, None, None,
+                   f"unmeasured: {missing} not available, no roofline verdict{busy}")
+
+
+def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None) -> Limiter:
+    """No roof at 60 %: launch overhead for a kernel of a few µs, a grid under one wave, or stalls."""
+    dur, waves = rec.duration_ns, rec.waves_per_sm
+    if dur is not None and dur <= LAUNCH_BOUND_NS:
+        return Limiter("launch", C.DURATION, "launch overhead", None, None, None,
+                       f"{dur / 1e3:.2f} µs on the GPU, within 2x the {EMPTY_KERNEL_NS / 1e3:.2f} µs an empty kernel "
+                       "takes (H200, research-13 §8): the launch, not the work, sets its cost")
+    if waves is not None and waves < GRID_WAVES:
+        return Limiter("grid", C.WAVES, "grid under one wave", None, None, None,
+                       f"{waves:.2f} waves: {100 * (1 - waves):.0f} % of the SMs' block slots get no block")
+    near = "no roof figures" if nearest is None else f"nearest roof: {nearest.name} {nearest.pct:.0f} %"
+    return Limiter("latency", C.STALLS.get(stall or "", ""), "latency", None, None, None,
+                   f"no roof reaches {NEAR_ROOF_PCT:.0f} % ({near}); top stall {stall or 'not collected'}")
+
+
+def boundary(lim: Limiter, runner: Limiter | None) -> str:
+    """Both sides, when the call is within BOUNDARY_PCT points of a line or of a rival roof."""
+    b, said = BOUNDARY_PCT, []
+    rival = runner.pct if runner is not None and runner.pct is not None else None
+    if lim.pct is None:
+        if runner is not None and rival is not None and rival >= NEAR_ROOF_PCT - b:
+            said.append(f"near the {NEAR_ROOF_PCT:.0f} % line: {runner.name} {rival:.1f} % is just under it, "
+                        "so latency is named; a little more throughput would make that roof the limiter")
+        return "; ".join(said)
+    if lim.pct < NEAR_ROOF_PCT + b:
+        said.append(f"near the {NEAR_ROOF_PCT:.0f} % line: {lim.name} {lim.pct:.1f} % names the limiter; "
+                    f"under {NEAR_ROOF_PCT:.0f} % the kernel would read latency-bound")
+    if abs(lim.pct - AT_ROOF_PCT) < b:
+        side = "at" if lim.pct >= AT_ROOF_PCT else "near"
+        said.append(f"near the {AT_ROOF_PCT:.0f} % line: {lim.pct:.1f} % reads {side} the roof; "
+                    f"levers one level up (precision, batching, fusion) lead from {AT_ROOF_PCT:.0f} %")
+    if runner is not None and rival is not None and KIND_BOUND[runner.kind] != KIND_BOUND[lim.kind] \
+            and lim.pct - rival < b:
+        said.append(f"balanced: {lim.name} {lim.pct:.0f} % vs {runner.name} {rival:.0f} %; the higher is named, "
+                    "and a lever on either side moves the other")
+    return "; ".join(said)
+
+
+def how_close(lim: Limiter) -> str:
+    """'93 % at the measured 1610 MHz (82 % of the datasheet figure)', or a per-cycle share."""
+    if lim.pct_datasheet is None:
+        return f"{lim.pct:.0f} % busy over elapsed cycles"
+    if lim.clock_hz is None:
+        return f"{lim.pct:.0f} % of it at the datasheet clock (the measured clock is not known)"
+    return (f"{lim.pct:.0f} % of it at the measured {lim.clock_hz / 1e6:.0f} MHz "
+            f"({lim.pct_datasheet:.0f} % of the datasheet figure)")
+
+
+def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter) -> str:
+    """Whether the verdict stands when some FLOP classes were not collected: uncounted work can only
+    raise the compute %SoL, so a compute verdict on a FLOP roof stands; any other may move."""
+    if not rec.flops_missing or bound == "unmeasured":
+        return ""
+    said = f"FLOP not collected for {', '.join(rec.flops_missing)}"
+    if lim.kind in ("tensor", "simt"):
+        return f"{said}: the verdict stands, since uncounted work can only raise the compute %SoL"
+    return f"{said}: the verdict may move, since uncounted work would raise the compute %SoL"
+
+
+def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | None, line: str) -> str:
+    near = "" if runner is None or runner.pct is None else f"; nearest roof: {runner.name} {runner.pct:.0f} %"
+    if lim.pct is not None:
+        where = "at" if lim.pct >= AT_ROOF_PCT else "near"
+        text = f"{bound}-bound {where} the {lim.name}: {how_close(lim)}"
+    elif lim.kind == "launch":
+        text = (f"latency-bound: launch overhead ({(rec.duration_ns or 0) / 1e3:.2f} µs, within 2x an empty "
+                f"kernel's {EMPTY_KERNEL_NS / 1e3:.2f} µs{near})")
+    elif lim.kind == "grid":
+        text = f"latency-bound: grid under one wave ({rec.waves_per_sm:.2f} waves{near})"
+    else:
+        text = f"latency-bound: no roof reaches {NEAR_ROOF_PCT:.0f} %{near}"
+    return text + (f" — {line}" if line else "")
+
+
+def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None) -> Judgement:
+    missing = unmeasured(rec, p)
+    if missing is not None:
+        return Judgement(missing, None, "unmeasured", missing.reading, (missing.reading,))
+    ranked = eligible(rec, roofs)
+    top = ranked[0] if ranked else None
+    if top is not None and (top.pct or 0.0) >= NEAR_ROOF_PCT:
+        lim, runner = top, (ranked[1] if len(ranked) > 1 else None)
+    else:
+        lim, runner = latency(rec, top, top_stall), top
+    bound = KIND_BOUND[lim.kind]
+    lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim)) if x]
+    evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + lines
+    return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines)), tuple(evidence))

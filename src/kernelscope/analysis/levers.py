@@ -1,0 +1,264 @@
+"""Levers as data: when each applies, who can pull it (its family against the kernel's owner,
+provenance.py), the action, the expected unlock sized from the kernel's own figures, the cost, and
+the metric and capture that confirm it. verdict.py ranks what fires: gain, then cost, then unlock.
+Unlocks are upper bounds (the roof the lever aims at), never promises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model import Lever, ProvenanceKind
+from .rules import (
+    AT_ROOF_PCT,
+    DIVERGENCE_PCT,
+    DOMINANT_STALL_PCT,
+    EMPTY_KERNEL_NS,
+    OCCUPANCY_LOW_PCT,
+    SIMT_EFFICIENCY_PCT,
+    TAIL_IDLE_PCT,
+    Facts,
+)
+
+ROOFLINE = "kernelscope capture --set roofline"
+STALLS = "kernelscope capture --set roofline --add stalls"
+NSYS = "nsys profile, then kernelscope join --nsys (the kernel's total time)"
+SIZED_FROM_PCT = 10.0  # a roof further off than this is not used to size an unlock
+STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
+
+# Who can pull what: a library kernel is changed from outside it (another algorithm or shape,
+# precision, fusion, batching, CUDA graphs); an open kernel also by picking another kernel or its
+# own options; source and compiler levers only for the user's own code.
+PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
+    "library": frozenset({"algorithm", "shape", "kernel", "precision", "fusion", "batching", "graphs", "capture"}),
+    "open": frozenset({"kernel", "config", "precision", "fusion", "batching", "graphs", "capture"}),
+    "user": frozenset({"source", "compiler", "kernel", "config", "algorithm", "shape", "precision", "fusion",
+                       "batching", "graphs", "capture"}),
+}
+
+
+@dataclass(frozen=True)
+class LeverRule:
+    name: str
+    family: str
+    when: Callable[[Facts], bool]
+    action: Callable[[Facts], str]
+    expected: Callable[[Facts], str]
+    unlock: Callable[[Facts], float | None]  # upper bound on the speed-up, x
+    confirm: str
+    gain: int  # 3 high, 2 medium, 1 low
+    cost: int  # 1 low, 2 medium, 3 high
+
+
+def _mb(n: float | None) -> str:
+    return "its bytes" if n is None else f"{n / 1e6:,.0f} MB"
+
+
+def _us(f: Facts) -> str:
+    return f"{(f.rec.duration_ns or 0) / 1e3:.1f} µs"
+
+
+def _up(f: Facts) -> str:
+    """How a level-up lever opens on a kernel at its roof."""
+    return f"at the {f.limiter.name} ({f.limiter.pct:.0f} %): one level up, " if f.at_roof else ""
+
+
+def _headroom(f: Facts) -> float | None:
+    """Up to the named roof (or, for latency, the nearest one)."""
+    roof = f.limiter if f.limiter.pct is not None else f.runner_up
+    return None if roof is None or roof.pct is None or roof.pct < SIZED_FROM_PCT else 100 / roof.pct
+
+
+def _stream_floor_ns(f: Facts) -> float | None:
+    """The kernel's DRAM bytes at the HBM roof, or an empty kernel's time if that is longer."""
+    r = f.rec
+    if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
+        return None
+    roof_tbps = r.achieved_dram_tbps * 100 / f.hbm_pct
+    return max(r.dram_bytes / (roof_tbps * 1e3), EMPTY_KERNEL_NS)
+
+
+def _stream_unlock(f: Facts) -> float | None:
+    floor = _stream_floor_ns(f)
+    return None if floor is None or not f.rec.duration_ns else f.rec.duration_ns / floor
+
+
+def _stream_expected(f: Facts) -> str:
+    floor, x = _stream_floor_ns(f), _stream_unlock(f)
+    return f"{_mb(f.rec.dram_bytes)} at the HBM roof take {(floor or 0) / 1e3:.1f} µs; it takes {_us(f)}: up to {x or 0:.1f}x"
+
+
+def _memory_side(f: Facts) -> bool:
+    """Left of the ridge, throttled by something other than a memory roof, with room to stream."""
+    r = f.rec
+    x = _stream_unlock(f)
+    return (f.limiter.kind in ("pipe", "issue", "latency", "grid") and r.arithmetic_intensity is not None
+            and f.ridge is not None and r.arithmetic_intensity < f.ridge and x is not None and x >= STREAM_WORTH_X)
+
+
+def _tensor_operands(f: Facts) -> bool:
+    return f.rec.dominant_precision in {"tensor_bf16", "tensor_fp16", "tensor_tf32"}
+
+
+def _no_tensor_work(f: Facts) -> bool:
+    return not (f.rec.dominant_precision or "").startswith("tensor_")
+
+
+def _diverged(f: Facts) -> bool:
+    return f.ge(f.rec.branch_divergence_pct, DIVERGENCE_PCT) or f.lt(f.rec.simt_efficiency_pct, SIMT_EFFICIENCY_PCT)
+
+
+def _wgmma_action(f: Facts) -> str:
+    if f.attention_like:
+        return ("switch to a wgmma attention kernel: FlashAttention-3 or cuDNN SDPA "
+                "(torch: sdpa_kernel(SDPBackend.CUDNN_ATTENTION))")
+    return "use a wgmma matmul (cuBLAS, or CUTLASS sm90 kernels) instead of mma.sync"
+
+
+def _step(f: Facts) -> tuple[str, float]:
+    """The cheaper precision (short name) and its peak over this one's; the rule checks it exists."""
+    cls, ratio = f.step or ("", 1.0)
+    return cls.removeprefix("tensor_"), ratio
+
+
+def _precision_action(f: Facts) -> str:
+    step = _step(f)[0]
+    how = " (FlashAttention-3 fp8, cuDNN fp8 SDPA)" if f.attention_like else f" ({step} GEMM: torch._scaled_mm, Transformer Engine)"
+    return f"{_up(f)}run the tensor work in {step}{how}, if accuracy holds"
+
+
+def _algorithm_action(f: Facts) -> str:
+    if f.limiter.kind in ("hbm", "l2"):
+        return ("try other algorithms for this shape (cuBLASLt heuristic list): larger tiles or 2-CTA "
+                "multicast move fewer bytes per FLOP")
+    if f.limiter.kind in ("tensor", "simt", "pipe", "issue"):
+        return "try other algorithms or engine configs for this shape (cuBLASLt heuristic list, cuDNN benchmark mode)"
+    return "a split-K or stream-K algorithm, or smaller tiles, so more CTAs share the work (cuBLASLt algo selection)"
+
+
+def _headroom_expected(f: Facts) -> str:
+    roof = f.limiter if f.limiter.pct is not None else f.runner_up
+    x = _headroom(f)
+    if roof is None or x is None:
+        return "no roof within reach to size it: compare the algorithms' duration_ns"
+    return f"the {roof.name} is at {roof.pct:.0f} %: up to {x:.1f}x to that roof"
+
+
+def _idle_slots(f: Facts) -> str:
+    waves = f.rec.waves_per_sm or 1.0
+    return f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty: up to {1 / waves:.1f}x if they took work"
+
+
+def _none(f: Facts) -> None:
+    return None
+
+
+LEVERS: tuple[LeverRule, ...] = (
+    LeverRule("recapture-roofline", "capture", lambda f: f.bound == "unmeasured",
+              lambda f: f"recapture with FLOP and DRAM byte counters: {ROOFLINE}",
+              lambda f: "turns 'unmeasured' into a limiter with its %SoL", _none,
+              "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum", 3, 1),
+    LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured",
+              _wgmma_action,
+              lambda f: f"mma.sync reaches {100 * (f.path_ratio or 1):.0f} % of the wgmma peak on this chip: up to {1 / (f.path_ratio or 1):.1f}x on the tensor work (FlashAttention-3 authors; 628 vs 787 TFLOP/s measured on an H200)",
+              lambda f: 1 / (f.path_ratio or 1), f"tensor_path reads wgmma and duration_ns falls: {ROOFLINE}", 3, 2),
+    LeverRule("lower-precision", "precision", lambda f: f.limiter.kind == "tensor" and f.step is not None,
+              _precision_action,
+              lambda f: f"the {_step(f)[0]} peak is {_step(f)[1]:.1f}x this one: up to {_step(f)[1]:.1f}x at the same %SoL",
+              lambda f: _step(f)[1], f"flops move to the cheaper class and duration_ns falls: {ROOFLINE}", 3, 3),
+    LeverRule("at-roof-batch", "batching", lambda f: f.at_roof and f.limiter.kind in ("tensor", "simt") and f.step is None,
+              lambda f: f"at the {f.limiter.name} ({f.limiter.pct:.0f} %) with no cheaper precision on this device: one level up, batch more work a launch or fuse its neighbours",
+              lambda f: f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; the gain is in the work around it",
+              _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
+    LeverRule("quantise-operands", "precision", lambda f: f.bound == "memory" and _tensor_operands(f),
+              lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4",
+              lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x), int4 quarters them (up to 4x)",
+              lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 3),
+    LeverRule("batch-rows", "batching",
+              lambda f: f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge),
+              lambda f: f"{_up(f)}batch more rows per weight read (more tokens a step, a larger M)",
+              lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to {(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds",
+              _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),
+    LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f),
+              lambda f: "fuse it into its producer or consumer (torch.compile, a fused epilogue), or drop the copy (a view, an in-place op)",
+              lambda f: f"removes its {_mb(f.rec.dram_bytes)} of DRAM traffic and its {_us(f)}",
+              _none, f"the fused op's dram_bytes lose this kernel's; total time falls: {NSYS}", 3, 2),
+    LeverRule("bytes-in-flight", "source",
+              lambda f: f.bound == "memory" and not f.at_roof and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
+              lambda f: "keep more bytes in flight: 16-byte vector loads, several independent loads a thread, cp.async/TMA pipelining",
+              lambda f: f"the {f.limiter.name} is at {f.limiter.pct:.0f} %: up to {100 / (f.limiter.pct or 100):.1f}x to its roof",
+              lambda f: 100 / (f.limiter.pct or 100), f"warp_stalls.long_scoreboard falls and the HBM % rises: {STALLS}", 2, 2),
+    LeverRule("another-algorithm", "algorithm",
+              lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
+              _algorithm_action, _headroom_expected, _headroom,
+              f"the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning), then {ROOFLINE}", 2, 1),
+    LeverRule("fix-divergence", "source", _diverged,
+              lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
+              lambda f: f"SIMT efficiency {f.rec.simt_efficiency_pct:.0f} %: the busy pipe spends {100 - (f.rec.simt_efficiency_pct or 0):.0f} % of its lanes masked off; up to {100 / (f.rec.simt_efficiency_pct or 100):.1f}x if the branches were uniform",
+              lambda f: 100 / (f.rec.simt_efficiency_pct or 100), f"simt_efficiency_pct near 100 and the pipe % per FLOP falls: {ROOFLINE}", 3, 2),
+    LeverRule("cut-instructions", "source", lambda f: f.limiter.kind in ("pipe", "issue"),
+              lambda f: "fewer instructions per result: fast-math intrinsics, fewer passes over the data, vector loads, less index arithmetic",
+              lambda f: f"the {f.limiter.name} is {f.limiter.pct:.0f} % busy: time follows the instructions it issues",
+              _none, f"issue_active_pct stays high while duration_ns falls: {ROOFLINE}", 2, 2),
+    LeverRule("stream-once", "kernel", lambda f: f.prov.kind != "user" and _memory_side(f),
+              lambda f: "replace or fuse it: a kernel that streams its bytes once at the HBM roof (torch.compile's generated Triton kernel, or the fused op it belongs to)",
+              _stream_expected, _stream_unlock, f"the replacement's HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
+    LeverRule("stream-once-source", "source", lambda f: f.prov.kind == "user" and _memory_side(f),
+              lambda f: "restructure it to stream each byte once: one pass, vector loads, fewer instructions a byte",
+              _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
+    LeverRule("cuda-graph", "graphs", lambda f: f.limiter.kind == "launch",
+              lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
+              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: the host launch (3.3 µs a launch back to back on an H200, research-13 §8) sets its cost, and a graph pays it once",
+              _none, f"the gaps between its launches vanish: {NSYS}", 3, 1),
+    LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
+              lambda f: "fuse it into a neighbouring kernel (torch.compile), so its launch disappears",
+              lambda f: f"removes a launch and its {_us(f)}", _none, f"the kernel no longer appears in the step: {NSYS}", 2, 2),
+    LeverRule("more-ctas", "source", lambda f: f.limiter.kind == "grid",
+              lambda f: "launch more CTAs: split the work (split-K, split-KV) or use smaller tiles",
+              _idle_slots, lambda f: 1 / (f.rec.waves_per_sm or 1), f"waves_per_sm reaches 1 and duration_ns falls: {ROOFLINE}", 2, 2),
+    LeverRule("fill-the-grid", "batching", lambda f: f.limiter.kind == "grid",
+              lambda f: "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)",
+              _idle_slots, lambda f: 1 / (f.rec.waves_per_sm or 1), f"waves_per_sm reaches 1 and the step's time falls: {NSYS}", 2, 2),
+    LeverRule("hide-memory-latency", "source",
+              lambda f: f.bound == "latency" and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
+              lambda f: "keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more independent work a thread",
+              _headroom_expected, _headroom, f"warp_stalls.long_scoreboard drops: {STALLS}", 2, 2),
+    LeverRule("raise-occupancy-registers", "compiler",
+              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and (f.rec.occupancy_limiter or "").startswith("registers") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+              lambda f: "cap registers to fit another block: __launch_bounds__(threads, minBlocks) or -maxrregcount",
+              lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises if no spills appear: more warps to hide latency",
+              _none, "theoretical_occupancy_pct rises and no local-memory traffic appears: kernelscope capture --set roofline", 2, 1),
+    LeverRule("raise-occupancy-smem", "source",
+              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and "shared_mem" in (f.rec.occupancy_limiter or "") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+              lambda f: "use less shared memory a block (fewer pipeline stages, smaller tiles) so more blocks fit",
+              lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises with the blocks that fit",
+              _none, "launch__occupancy_limit_shared_mem rises: kernelscope capture --set roofline", 1, 2),
+    LeverRule("fix-tail", "source", lambda f: f.ge(f.tail_idle_pct, TAIL_IDLE_PCT) and f.ge(f.rec.waves_per_sm, 1.0),
+              lambda f: "size tiles or the grid so the number of waves is whole (or use a persistent / stream-K schedule)",
+              lambda f: f"{f.tail_idle_pct:.0f} % of the block slots idle in the last wave: up to {100 / (100 - (f.tail_idle_pct or 0)):.2f}x",
+              lambda f: 100 / (100 - (f.tail_idle_pct or 0)), f"waves_per_sm close to a whole number and duration_ns falls: {ROOFLINE}", 1, 2),
+    LeverRule("balance-barriers", "source",
+              lambda f: f.top_stall == "barrier" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT) and not f.designed_stall,
+              lambda f: "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)",
+              lambda f: f"barrier holds {f.top_stall_pct:.0f} % of stalled warp-cycles", _none, f"warp_stalls.barrier drops: {STALLS}", 1, 2),
+    LeverRule("use-tensor-cores", "precision",
+              lambda f: f.gemm_like and f.rec.flops is not None and _no_tensor_work(f),
+              lambda f: "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 (torch.backends.cuda.matmul.allow_tf32)",
+              lambda f: "an order of magnitude more FLOP/s ceiling", _none, f"tensor_* FLOP appear in {ROOFLINE}", 3, 2),
+    LeverRule("recapture-stalls", "capture", lambda f: f.bound == "latency" and f.rec.warp_stalls is None,
+              lambda f: f"recapture with the stalls add-on to name what warps wait on: {STALLS}",
+              lambda f: "names the dominant stall and its lever", _none, "warp_stalls is filled in", 1, 1),
+)
+# When nothing the owner can pull fired, the levers outside the kernel are left.
+FALLBACK = LeverRule(
+    "fuse-or-batch", "fusion", lambda f: True,
+    lambda f: "fuse it with neighbouring kernels or batch more work a launch: the levers left outside this kernel",
+    lambda f: f"saves launches and DRAM round trips around its {_us(f)}", _none, f"total time of the step falls: {NSYS}", 1, 2)
+
+
+def levers(f: Facts) -> tuple[Lever, ...]:
+    """The rules that fire and that the kernel's owner can pull, best first."""
+    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)] or [FALLBACK]
+    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, r.unlock(f)) for r in fired]
+    return tuple(sorted(out, key=lambda lv: (-lv.gain, lv.cost, -(lv.unlock_x or 0.0))))

@@ -1,0 +1,60 @@
+"""Who owns a kernel's code, from its name and counters: a vendor library (nobody outside the vendor
+recompiles it), an open project (FlashAttention, FlashInfer, PyTorch's own kernels, code that
+torch.compile generated), or the user's own code. The owner decides which levers one can pull
+(levers.py): a library kernel is changed by choosing another algorithm, shape, precision or
+fusion, never by its compiler flags. First matching rule wins."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import KernelRecord, Provenance, ProvenanceKind
+
+# (owner, family, regex on the short or demangled name)
+PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
+    ("library", "NCCL", r"^nccl|nccl(Dev)?Kernel"),
+    ("library", "cuBLAS", r"^nvjet_|^cublas|^gemmk1_kernel|^splitKreduce_kernel|^gemv2?[NT]?_kernel|^gemvx?_kernel"),
+    ("library", "CUTLASS in cuBLAS", r"^cutlass_\d+_|^sm\d+_xmma_|^xmma_"),
+    ("library", "cuDNN", r"cudnn"),
+    ("open", "FlashAttention", r"^flash_(fwd|bwd)|\bflash::|flash_attn"),
+    ("open", "FlashInfer", r"flashinfer"),
+    ("open", "Triton (torch.compile)", r"^triton_(poi|red|per|tem|for)_"),
+    ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
+                             r"|^CatArrayBatchedCopy|^distribution_elementwise"),
+)
+USER: tuple[ProvenanceKind, str] = ("user", "your code")
+
+# Warp specialisation (producer warpgroup feeding consumer warpgroups through barriers): by name, or
+# by a warpgroup-MMA path with at least three warpgroups a block, the shape of CUTLASS 3, cuBLAS,
+# cuDNN and FlashAttention-3 kernels on Hopper (one producer, two consumers: 384 threads).
+WARP_SPECIALISED_NAME = r"warp_?speciali[sz]ed|_ws_|ping_?pong|cooperative|_coop[AB]?_"
+WARP_SPECIALISED_MIN_THREADS = 384
+WARPGROUP_PATHS = frozenset({"wgmma", "tcgen05"})
+
+
+def threads_per_block(block: str | None) -> int | None:
+    """'(384, 1, 1)' -> 384."""
+    dims = re.findall(r"\d+", block or "")
+    if len(dims) != 3:
+        return None
+    x, y, z = (int(d) for d in dims)
+    return x * y * z
+
+
+def classify(rec: KernelRecord) -> Provenance:
+    names = (rec.name, rec.name_full)
+    kind, family = USER
+    why = "no library or open-kernel name matched: the user's own code"
+    for owner, fam, pattern in PROVENANCE_RULES:
+        hit = next((m for n in names if (m := re.search(pattern, n))), None)
+        if hit is not None:
+            kind, family, why = owner, fam, f"name matches {hit.group(0)!r}"
+            break
+    threads = threads_per_block(rec.block) or 0
+    by_name = next((m.group(0) for n in names if (m := re.search(WARP_SPECIALISED_NAME, n, re.IGNORECASE))), None)
+    by_shape = rec.tensor_path in WARPGROUP_PATHS and threads >= WARP_SPECIALISED_MIN_THREADS
+    if by_name:
+        why += f"; warp-specialised: name has {by_name!r}"
+    elif by_shape:
+        why += f"; warp-specialised: {rec.tensor_path} with {threads} threads a block ({threads // 128} warpgroups)"
+    return Provenance(kind, family, bool(by_name) or by_shape, why)

@@ -1,0 +1,128 @@
+"""The roofs a kernel is held to, each read over elapsed time at the clocks the kernel ran at: its
+binding precision's tensor or SIMT peak (a tensor roof held at the kernel's instruction path), HBM,
+L2, each SM pipe and the issue slots. A peak is a per-clock rate times a clock, and boost is not
+held under load (a cuBLAS GEMM ran at 1.61 GHz against the 1.83 GHz the tensor peak assumes), so the
+roof at the measured clock decides and the datasheet figure stands beside it. judge.py picks."""
+
+from __future__ import annotations
+
+from .. import catalogue as C
+from ..ceilings import Ceiling, DeviceCeilings
+from ..model import KernelRecord, Limiter, LimiterKind
+from .roofline import Placement
+
+PIPE_NAMES: dict[str, str] = {
+    "fma": "FMA pipe", "alu": "ALU pipe", "fp64": "FP64 pipe", "xu": "XU (special-function) pipe",
+    "lsu": "LSU (load/store) pipe", "tensor": "tensor pipe",
+}
+
+
+def sm_clock(rec: KernelRecord) -> tuple[float | None, str]:
+    """The SM clock a launch ran at, capped at the device's maximum: a kernel of a few µs reads above
+    it (2.26 GHz on a 1.98 GHz H200, research-13 §5)."""
+    clock, khz = rec.sm_clock_hz, rec.metrics.get(C.MAX_SM_CLOCK_KHZ)
+    if clock is not None and khz and clock > khz * 1e3:
+        return khz * 1e3, f"SM clock read {clock / 1e6:.0f} MHz, above the device maximum {khz / 1e3:.0f} MHz: capped"
+    return clock, ""
+
+
+def _scaled(ceiling: Ceiling, clock: float | None, unit: str) -> tuple[float, float | None, str]:
+    """The ceiling at the measured clock (or its datasheet figure, saying why), the clock it is
+    held at (None: the datasheet's), and how it was had."""
+    assert ceiling.value is not None
+    roof = ceiling.at_clock(clock)
+    if roof is None or clock is None or ceiling.clock_hz is None:
+        why = "its clock is not sourced" if ceiling.clock_hz is None else "the kernel's clock was not collected"
+        return ceiling.value, None, f"the datasheet figure: {why}"
+    return roof, clock, (f"{ceiling.value:g} {unit} at {ceiling.clock_hz / 1e6:.0f} MHz, scaled to the measured "
+                         f"{clock / 1e6:.0f} MHz")
+
+
+def flop_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | None:
+    """The binding precision's peak; a tensor roof times its instruction path's share (mma.sync
+    reaches about 2/3 of the wgmma peak on Hopper)."""
+    cls = p.binding_class
+    if cls is None or p.pct_sol_compute is None or rec.flops is None or not rec.duration_ns:
+        return None
+    ceiling = dev.for_precision(cls)
+    unit = "TOP/s" if cls == "tensor_int8" else "TFLOP/s"
+    clock, capped = sm_clock(rec)
+    chip, held_at, how = _scaled(ceiling, clock, unit)
+    achieved = rec.flops[cls] / (rec.duration_ns * 1e3)
+    parts = [capped] if capped else []
+    precision = cls.removeprefix("tensor_")
+    tensor = cls.startswith("tensor_")
+    kind: LimiterKind = "tensor" if tensor else "simt"
+    name = f"tensor {precision} roof ({rec.tensor_path or 'path unknown'})" if tensor else f"{precision} SIMT roof"
+    key = f"{ceiling.key}@{rec.tensor_path}" if tensor and rec.tensor_path else ceiling.key
+    path = dev.path_roof(rec.tensor_path) if tensor else None
+    ratio = 1.0 if path is None or path.ratio is None else path.ratio
+    if path is not None and path.ratio is None:
+        parts.append(f"no sourced {path.path} roof for {dev.hw_key}: held to the chip's peak")
+    elif ratio != 1.0 and path is not None:
+        parts.append(f"{path.path} reaches {100 * ratio:.0f} % of the chip's {chip:.0f} {unit}; "
+                     f"{100 * achieved / chip:.0f} % of the chip's roof")
+    elif tensor and rec.tensor_path is None:
+        parts.append("tensor path unknown: held to the chip's peak")
+    roof = chip * ratio
+    pct = 100 * achieved / roof
+    reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {roof:.0f} {unit} ({how})", *parts,
+                         f"{p.pct_sol_compute:.0f} % of the {ceiling.value:g} {unit} datasheet peak"])
+    return Limiter(kind, key, name, pct, p.pct_sol_compute, held_at, reading)
+
+
+def hbm_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | None:
+    if rec.achieved_dram_tbps is None or p.pct_sol_memory is None or not dev.memory.value:
+        return None
+    roof, held_at, how = _scaled(dev.memory, rec.dram_clock_hz, "TB/s")
+    pct = 100 * rec.achieved_dram_tbps / roof
+    reading = (f"HBM {rec.achieved_dram_tbps:.2f} TB/s = {pct:.0f} % of {roof:.2f} TB/s ({how}); "
+               f"{p.pct_sol_memory:.0f} % of the {dev.memory.value:g} TB/s datasheet figure")
+    return Limiter("hbm", dev.memory.key, "HBM roof", pct, p.pct_sol_memory, held_at, reading)
+
+
+def l2_share(rec: KernelRecord) -> float | None:
+    """L2 bytes over DRAM bytes: about 1-2 for a stream through L2, more when L2 serves reuse."""
+    return None if rec.l2_bytes is None or not rec.dram_bytes else rec.l2_bytes / rec.dram_bytes
+
+
+def l2_roof(rec: KernelRecord) -> Limiter | None:
+    if rec.l2_throughput_pct is None:
+        return None
+    share = l2_share(rec)
+    reading = f"L2 {rec.l2_throughput_pct:.0f} % of its peak throughput (lts__throughput, elapsed cycles)"
+    if share is not None and rec.l2_bytes is not None:
+        reading += f"; {rec.l2_bytes / 1e6:.0f} MB through L2 = {share:.1f}x the DRAM bytes"
+    return Limiter("l2", C.L2_PCT, "L2 roof", rec.l2_throughput_pct, None, None, reading)
+
+
+def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
+    """A per-active-cycle share as a share of elapsed cycles, like the memory roofs."""
+    if rec.sm_active_pct is None:
+        return pct_active, f"{pct_active:.0f} % of SM-active cycles (SM-active share not collected)"
+    how = f"{pct_active:.0f} % of active cycles, SM active {rec.sm_active_pct:.0f} %"
+    return pct_active * rec.sm_active_pct / 100, how
+
+
+def sm_roofs(rec: KernelRecord) -> list[Limiter]:
+    """Each pipe and the issue slots. The tensor pipe gives way to the tensor FLOP roof when tensor
+    work was counted: a pinned pipe is not peak FLOP on the mma.sync path (research-13 §1)."""
+    tensor_work = any(v for k, v in (rec.flops or {}).items() if k.startswith("tensor_"))
+    out = []
+    for pipe, busy in (rec.pipe_busy or {}).items():
+        if pipe == "tensor" and tensor_work:
+            continue
+        pct, how = _elapsed(busy, rec)
+        out.append(Limiter("pipe", C.PIPES.get(pipe, C.TENSOR_PIPE), PIPE_NAMES.get(pipe, pipe), pct, None, None,
+                           f"{PIPE_NAMES.get(pipe, pipe)} busy {pct:.0f} % of elapsed cycles ({how})"))
+    if rec.issue_active_pct is not None:
+        pct, how = _elapsed(rec.issue_active_pct, rec)
+        out.append(Limiter("issue", C.ISSUE_ACTIVE, "issue slots", pct, None, None,
+                           f"issue slots busy {pct:.0f} % of elapsed cycles ({how})"))
+    return out
+
+
+def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> list[Limiter]:
+    """Every roof the record has figures for, highest first."""
+    found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
+    return sorted((c for c in found if c is not None), key=lambda c: -(c.pct or 0.0))

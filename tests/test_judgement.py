@@ -1,0 +1,182 @@
+"""Judgement on real H200 captures: the limiter, the tensor path, who owns the code, the lever family,
+ncu's own verdict beside ours, and kernels ranked by their total time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope import catalogue as C
+from kernelscope.analysis.derive import derive
+from kernelscope.analysis.judge import boundary
+from kernelscope.analysis.levers import PULLABLE
+from kernelscope.analysis.verdict import assess
+from kernelscope.ceilings import load as load_ceilings
+from kernelscope.model import Limiter, LimiterKind, RawKernel
+
+HBM = "h200-sxm.memory.hbm"
+BF16 = "h200-sxm.compute.bf16"
+
+# fixture, bound, limiter kind, limiter key, tensor path, owner, warp-specialised, next lever, its family
+CASES = [
+    ("gemm_bf16.ncu-rep", "compute", "tensor", f"{BF16}@wgmma", "wgmma", "library", True, "lower-precision",
+     "precision"),
+    ("decode_gemm.ncu-rep", "memory", "hbm", HBM, "wgmma", "library", True, "batch-rows", "batching"),
+    ("fp8_gemm.ncu-rep", "memory", "l2", C.L2_PCT, "wgmma", "library", True, "another-algorithm", "algorithm"),
+    ("attention_fa2.ncu-rep.gz", "latency", "latency", C.STALLS["wait"], "mma.sync", "open", False, "wgmma-kernel",
+     "kernel"),
+    ("attention_cudnn.ncu-rep", "compute", "tensor", f"{BF16}@wgmma", "wgmma", "library", True, "lower-precision",
+     "precision"),
+    ("softmax.ncu-rep.gz", "compute", "issue", C.ISSUE_ACTIVE, None, "open", False, "stream-once", "kernel"),
+    ("randn.ncu-rep.gz", "compute", "issue", C.ISSUE_ACTIVE, None, "open", False, "stream-once", "kernel"),
+    ("tiny.ncu-rep.gz", "latency", "launch", C.DURATION, None, "open", False, "cuda-graph", "graphs"),
+    ("nobranch.ncu-rep", "memory", "hbm", HBM, None, "user", False, "fuse-away", "fusion"),
+    ("divergent.ncu-rep", "compute", "pipe", C.PIPES["fma"], None, "user", False, "fix-divergence", "source"),
+    ("gemm_basic.ncu-rep", "unmeasured", "unmeasured", "flops, dram_bytes", None, "library", True,
+     "recapture-roofline", "capture"),
+    ("g_rmin.ncu-rep", "compute", "tensor", BF16, None, "library", True, "lower-precision", "precision"),
+]
+
+
+def one(fx: Path, name: str) -> kernelscope.Assessment:
+    (a,) = kernelscope.analyze(str(fx / name))[0]
+    return a
+
+
+@pytest.mark.parametrize(("name", "bound", "kind", "key", "path", "owner", "ws", "lever", "family"), CASES)
+def test_limiter_path_owner_and_lever(fx: Path, name: str, bound: str, kind: str, key: str, path: str | None,
+                                      owner: str, ws: bool, lever: str, family: str) -> None:
+    a = one(fx, name)
+    assert (a.bound, a.limiter.kind, a.limiter.key) == (bound, kind, key)
+    assert a.record.tensor_path == path
+    assert (a.provenance.kind, a.provenance.warp_specialised) == (owner, ws)
+    assert (a.next_levers[0].rule, a.next_levers[0].family) == (lever, family)
+    # only levers the owner can pull, each with its unlock, cost and the metric and capture that confirm it
+    assert all(lv.family in PULLABLE[a.provenance.kind] for lv in a.next_levers)
+    assert all(lv.expected and lv.confirm and 1 <= lv.cost <= 3 for lv in a.next_levers)
+    assert a.evidence and a.evidence[0] == a.limiter.reading
+
+
+def test_roof_is_held_at_the_measured_clock_with_the_datasheet_beside(fx: Path) -> None:
+    """cuBLAS bf16 GEMM at 1.61 GHz: the 989 TFLOP/s peak assumes 1.83 GHz."""
+    a = one(fx, "gemm_bf16.ncu-rep")
+    r = a.record
+    achieved = 274_877_906_944 / 338_432e-9 / 1e12
+    assert r.sm_clock_hz is not None and a.limiter.clock_hz == r.sm_clock_hz
+    assert a.limiter.pct == pytest.approx(100 * achieved / (989 * r.sm_clock_hz / 1.83e9))  # 93 %
+    assert a.limiter.pct_datasheet == pytest.approx(a.pct_sol_compute) == pytest.approx(100 * achieved / 989)  # 82 %
+    assert "93 % of it at the measured 1610 MHz (82 % of the datasheet figure)" in a.verdict
+    table = load_ceilings().devices["h200-sxm"]
+    assert table.compute["bf16"].clock_hz == 1.83e9 and table.compute["fp32"].clock_hz == 1.98e9
+    assert "1830 MHz" in table.compute["bf16"].clock_source.replace(",", "")
+
+
+def test_fa2_is_held_to_the_mma_sync_roof_and_told_to_use_wgmma(fx: Path) -> None:
+    a = one(fx, "attention_fa2.ncu-rep.gz")
+    r = a.record
+    roof = 989 * r.sm_clock_hz / 1.83e9 * 0.667  # type: ignore[operator]
+    nearest = a.runner_up
+    assert nearest is not None and nearest.key == f"{BF16}@mma.sync"
+    assert nearest.pct == pytest.approx(100 * 274_877_906_944 / 801_984e-9 / 1e12 / roof)  # 54 %
+    assert "36 % of the chip's roof" in nearest.reading
+    wgmma = a.next_levers[0]
+    assert wgmma.unlock_x == pytest.approx(1 / 0.667) and "FlashAttention-3 or cuDNN" in wgmma.action
+    rules = {lv.rule for lv in a.next_levers}
+    assert not rules & {"raise-occupancy-registers", "raise-occupancy-smem"}  # FA2 is not the user's to recompile
+    assert a.ncu.bottleneck == "Latency Issue" and a.ncu.agrees
+
+
+def test_warp_specialised_library_kernels_get_no_barrier_or_source_lever(fx: Path) -> None:
+    for name in ("attention_cudnn.ncu-rep", "gemm_bf16.ncu-rep"):
+        a = one(fx, name)
+        assert a.record.warp_stalls is not None and next(iter(a.record.warp_stalls)) == "barrier"
+        assert any("warp-specialised kernel, not a lever" in line for line in a.limiters)
+        assert not {lv.family for lv in a.next_levers} & {"source", "compiler"}
+        assert "balance-barriers" not in {lv.rule for lv in a.next_levers}
+
+
+def test_divergent_fma_kernel_is_pipe_bound_with_no_memory_lever(fx: Path) -> None:
+    a = one(fx, "divergent.ncu-rep")
+    assert a.bound == "compute" and a.limiter.name == "FMA pipe"
+    assert a.limiter.pct == pytest.approx(89.148 * 96.626 / 100, abs=0.01)  # busy while active x SM active: 86 %
+    assert a.ncu.bottleneck == "High Throughput" and a.ncu.agrees
+    assert not {lv.rule for lv in a.next_levers} & {"fuse-away", "bytes-in-flight", "quantise-operands",
+                                                    "hide-memory-latency"}
+    assert a.next_levers[0].unlock_x == pytest.approx(100 / a.record.simt_efficiency_pct)  # type: ignore[operator]
+
+
+def test_softmax_with_exactly_half_occupancy_gets_a_lever(fx: Path) -> None:
+    a = one(fx, "softmax.ncu-rep.gz")
+    assert a.record.theoretical_occupancy_pct == 50.0
+    assert any(line.startswith("occupancy limited by registers (37/thread): theoretical 50 %") for line in a.limiters)
+    assert "near the 60 % line" in a.verdict  # issue slots 61.7 %: both sides said
+    lever = a.next_levers[0]
+    r = a.record
+    assert lever.unlock_x == pytest.approx(r.duration_ns / (r.dram_bytes / (4.8e12 * r.dram_clock_hz / 3.201e9) * 1e9))
+    assert "251 MB at the HBM roof take 52.2 µs; it takes 253.4 µs" in lever.expected
+
+
+def test_tiny_kernel_is_launch_bound(fx: Path) -> None:
+    a = one(fx, "tiny.ncu-rep.gz")
+    assert a.record.duration_ns == 2208 and a.limiter.kind == "launch"
+    assert a.verdict.startswith("latency-bound: launch overhead (2.21 µs")
+    assert a.ncu.bottleneck == "Small Grid" and a.ncu.agrees
+
+
+def test_no_quantise_lever_without_tensor_operands(fx: Path) -> None:
+    decode, stream = one(fx, "decode_gemm.ncu-rep"), one(fx, "nobranch.ncu-rep")
+    assert "quantise-operands" in {lv.rule for lv in decode.next_levers}
+    assert stream.bound == "memory" and "quantise-operands" not in {lv.rule for lv in stream.next_levers}
+    assert stream.record.branch_divergence_pct is None
+    assert "fix-divergence" not in {lv.rule for lv in stream.next_levers}
+
+
+def test_l2_named_over_hbm_only_when_it_serves_reuse(fx: Path) -> None:
+    stream = one(fx, "nobranch.ncu-rep")  # L2 78 % but a stream: 1.7x the DRAM bytes
+    assert stream.limiter.kind == "hbm" and stream.record.l2_throughput_pct > stream.limiter.pct  # type: ignore[operator]
+    fp8 = one(fx, "fp8_gemm.ncu-rep")  # L2 serves 3.6x the DRAM bytes
+    assert fp8.limiter.kind == "l2" and fp8.limiter.pct == pytest.approx(72.46, abs=0.01)
+
+
+def test_partial_flop_classes_verdict_stands_flagged(fx: Path) -> None:
+    a = one(fx, "g_rmin.ncu-rep")
+    assert a.limiter.pct_datasheet == pytest.approx(81.77, abs=0.01) and a.limiter.clock_hz is None
+    assert "FLOP not collected for tensor_int8, tensor_fp64: the verdict stands" in a.verdict
+
+
+def test_ncu_verdicts_beside_ours(fx: Path) -> None:
+    names = [c[0] for c in CASES if c[0] not in ("gemm_basic.ncu-rep", "g_rmin.ncu-rep")]
+    compared = {n: one(fx, n).ncu for n in names}
+    assert {n for n, v in compared.items() if not v.agrees} == {"fp8_gemm.ncu-rep"}
+    fp8 = compared["fp8_gemm.ncu-rep"]
+    assert fp8.bottleneck == "Small Grid" and "lts__throughput" in fp8.why
+    assert "LaunchConfiguration: Small Grid" in fp8.rules
+    basic = one(fx, "gemm_basic.ncu-rep").ncu
+    assert basic.bottleneck == "High Throughput" and basic.agrees is None
+    assert one(fx, "g_rmin.ncu-rep").ncu.bottleneck is None
+
+
+def test_blackwell_fp4_work_is_held_to_the_fp4_peak() -> None:
+    """No Blackwell capture exists here: a launch holding gb100's counter names (research-13 §1-2)."""
+    ops = C.TENSOR_OPS
+    metrics = {C.COMPUTE_CAPABILITY: 10.0, **dict.fromkeys(ops.values(), 0.0), ops["fp4_dst_fp32"]: 1.5e13,
+               C.TENSOR_TC_INST: 1e6, C.DURATION: 2e6, C.DRAM_READ: 1e9, C.DRAM_WRITE: 0.0}
+    a = assess(derive(RawKernel("synthetic", 0, "k", "k", "NVIDIA B200", None, None, metrics)),
+               load_ceilings().pick("NVIDIA B200"))
+    assert a.compute_ceiling_key == "b200.compute.fp4" and a.compute_ceiling_tflops == 9000
+    assert a.limiter.key == "b200.compute.fp4@tcgen05" and a.limiter.pct == pytest.approx(100 * 7_500 / 9_000)
+    assert a.limiter.clock_hz is None and "its clock is not sourced" in a.limiter.reading  # said, not guessed
+
+
+def test_near_a_line_both_sides_are_said() -> None:
+    def roof(kind: LimiterKind, pct: float | None) -> Limiter:
+        return Limiter(kind, kind, kind, pct, None, None, "")
+
+    assert boundary(roof("tensor", 61.0), None).startswith("near the 60 % line: tensor 61.0 % names the limiter")
+    line = boundary(roof("hbm", 79.0), roof("tensor", 76.0))
+    assert "near the 80 % line: 79.0 % reads near the roof" in line and "balanced: hbm 79 % vs tensor 76 %" in line
+    assert boundary(roof("tensor", 70.0), roof("issue", 20.0)) == ""
+    assert "l2 57.0 % is just under it, so latency is named" in boundary(roof("latency", None), roof("l2", 57.0))
+
