@@ -13,6 +13,7 @@ import kernelscope
 from kernelscope.cli import main
 from kernelscope.report import join, roofline_data
 from kernelscope.report.internals import merge
+from kernelscope.report.table import render_markdown
 
 MIXED = ("bundle_attn_causal", "gemm_basic.ncu-rep", "decode_gemm.ncu-rep", "divergent.ncu-rep")
 
@@ -100,8 +101,8 @@ def test_join_names_across_mangled_demangled_templated(fx: Path, tmp_path: Path)
     rows = join.join(items, join.read_nsys(nsys), join.read_shares(shares))
     assert [(r.kernel, r.samples_pct, r.nsys_total_ms) for r in rows] == [
         ("cunn_SoftMaxForwardReg", 40.0, pytest.approx(1.234567)), ("divergent_fma", 12.5, pytest.approx(0.5))]
-    md = join.to_markdown(rows)
-    assert md.startswith("| kernel | samples % | nsys total ms | DRAM % | SM % | %SoL | verdict |")
+    md = render_markdown(join.table(rows))
+    assert md.startswith("| \\# | kernel | source | ncu µs | samples % | nsys total ms | DRAM % | SM % | SoL % |")
 
 
 def test_diff_refuses_mismatched_contexts(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
 from .analysis.pipeline import bundles
+from .analysis.pipeline import load as load_records
 from .capture import engine
-from .capture.diagnose import diagnose
+from .capture.diagnose import diagnose, suggest_regex
 from .capture.preflight import Finding, lint
 from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
@@ -73,15 +74,40 @@ class Analysis:
             "bundles": {str(d): json.loads(m.to_json()) for d, m in self.manifests.items()},
         }
 
+    def labels(self) -> dict[str, str]:
+        """Report path -> the input it came from, as the reader named it (a file or bundle dir)."""
+        from .report.kernels import origin_labels
 
-def analyze(req: AnalyzeRequest) -> Analysis:
-    """Every launch in the inputs, judged; a --kernel that matches nothing is an error."""
+        return origin_labels(self.request.inputs, sorted({a.record.source for a in self.items}))
+
+    def headline(self) -> str:
+        """One line saying what was judged, on what device, against which ceilings."""
+        from .analysis.groups import group
+
+        devices = sorted({a.record.device for a in self.items if a.record.device}) or ["device unknown"]
+        kernels = len(group(self.items))
+        return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
+                f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
+
+
+def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysis:
+    """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
+    regex that would have matched, when the exact name is part of a kernel's name)."""
+    progress(f"reading and judging {len(req.inputs)} input(s)")
     items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                   achievable=req.achievable)
     if not items:
         raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
-                               f"{', '.join(map(str, req.inputs))}")
+                               f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
     return Analysis(req, items, table, bundles(list(req.inputs)))
+
+
+def _kernel_hint(req: AnalyzeRequest) -> str:
+    names = sorted({r.name for r in load_records(list(req.inputs))})
+    hint = suggest_regex(req.kernel, names)
+    if hint:
+        return f"; --kernel is an exact name unless it starts with regex: (as in ncu): did you mean --kernel {hint}?"
+    return f"; kernels there: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}"
 
 
 def write_results(an: Analysis, out_dir: Path) -> list[Path]:
@@ -127,10 +153,13 @@ def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
     return write(bundle, an.items, "ncu via kernelscope", f"kernelscope {__version__}")
 
 
-def join(ncu: Path, nsys: Path | None, shares: Path | None, hw: str | None = None) -> list[joining.JoinRow]:
-    an = analyze(AnalyzeRequest((ncu,), hw=hw))
+def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | None = None,
+         progress: Progress = lambda _: None) -> list[joining.JoinRow]:
+    """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
+    sample shares, matched by name."""
+    an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)
     return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
-                        joining.read_shares(shares) if shares else {})
+                        joining.read_shares(shares) if shares else {}, an.labels())
 
 
 @dataclass(frozen=True)
