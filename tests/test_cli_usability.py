@@ -43,10 +43,10 @@ def test_top_level_help_has_exit_codes_and_no_developer_docstring(capsys: pytest
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    assert "Exit codes: 0 done; 1 a gate failed (campaign check --strict" in out and "Start with:" in out
+    assert "Exit codes: 0 done; 1 a gate failed (diff --fail-on" in out and "Start with:" in out
     assert "argparse" not in out and "app.py" not in out
     with pytest.raises(SystemExit):
-        main(["campaign", "check", "--help"])
+        main(["diff", "--help"])
     assert "exit codes: 0 passed, 1 a gate failed, 2 an error" in capsys.readouterr().out
 
 

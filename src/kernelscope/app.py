@@ -162,20 +162,21 @@ def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | 
                         joining.read_shares(shares) if shares else {}, an.labels())
 
 
-@dataclass(frozen=True)
-class DiffResult:
-    rows: list[diffing.DiffRow]
-    mismatches: list[str]
+def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,
+         fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
+    """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
+    set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
+    from .report.gates import parse
 
-
-def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False) -> DiffResult:
-    a, b = analyze(AnalyzeRequest((baseline,), hw=hw)), analyze(AnalyzeRequest((candidate,), hw=hw))
+    gates = [parse(expr) for expr in fail_on]
+    a = analyze(AnalyzeRequest((baseline,), hw=hw), progress)
+    b = analyze(AnalyzeRequest((candidate,), hw=hw), progress)
     problems = diffing.mismatches(diffing.bundle_context(a.manifests.get(baseline), a.items),
                                   diffing.bundle_context(b.manifests.get(candidate), b.items))
     if problems and not allow_mismatch:
         raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
                                + "); pass --allow-mismatch to compare anyway")
-    return DiffResult(diffing.diff(a.items, b.items), problems)
+    return diffing.compare(a.items, b.items, gates, problems)
 
 
 # -- campaigns -----------------------------------------------------------------------------------

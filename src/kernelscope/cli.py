@@ -3,10 +3,10 @@ compute-, memory- or latency-bound, how far from the speed of light (%SoL) of it
 what limits it, and which lever to pull next.
 
 Start with:  kernelscope analyze REPORT.ncu-rep      (one row a kernel; --details for the levers)
-Outputs:     --format table|json|csv|markdown on analyze, join, campaign check, ceilings list
+Outputs:     --format table|json|csv|markdown on analyze, diff, join, campaign check, ceilings list
              (table fits the terminal, plain text when piped; markdown is for PR comments)
 
-Exit codes: 0 done; 1 a gate failed (campaign check --strict, k8s inspect blocked,
+Exit codes: 0 done; 1 a gate failed (diff --fail-on, campaign check --strict, k8s inspect blocked,
 a capture that kept only some kernels); 2 an error (bad input or options: one line on stderr);
 130 interrupted (after cleanup).
 """
@@ -45,7 +45,7 @@ EXAMPLES = {
     "bundle": "kernelscope bundle kernel-internals --bundle bundles/gemm",
     "bundle kernel-internals": "kernelscope bundle kernel-internals --bundle bundles/gemm",
     "join": "kernelscope join --ncu bundles/gemm --ncu bundles/attn --nsys kern_sum.csv --format markdown",
-    "diff": "kernelscope diff bundles/base bundles/cand",
+    "diff": "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
     "ceilings": "kernelscope ceilings list",
     "ceilings list": "kernelscope ceilings list --format markdown",
     "ceilings measure": "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml",
@@ -224,18 +224,16 @@ def cmd_join(a: argparse.Namespace) -> int:
 
 def cmd_diff(a: argparse.Namespace) -> int:
     from . import app
+    from .report import diff
 
-    result = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch)
-    mark = ("MISMATCH " + "; ".join(result.mismatches)) if result.mismatches else ""
-    print("kernel\tfigure\tbaseline\tcandidate\tchange %" + ("\tcontext" if mark else ""))
-
-    def f(v: float | None) -> str:
-        return "—" if v is None else f"{v:.4g}"
-
-    for r in result.rows:
-        print(f"{r.kernel}\t{r.figure}\t{f(r.baseline)}\t{f(r.candidate)}\t{f(r.change_pct)}"
-              + (f"\t{mark}" if mark else ""))
-    return 0
+    with _ticker() as tick:
+        cmp = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch, a.fail_on or (), tick.step)
+    title = f"diff: baseline {Path(a.baseline).name} → candidate {Path(a.candidate).name}"
+    if a.format == "csv":
+        emit(diff.to_csv(cmp))
+    else:
+        emit(_show(diff.table(cmp, title), a.format, diff.document(cmp, a.baseline, a.candidate)))
+    return 1 if cmp.failed else 0
 
 
 def _kernels(a: argparse.Namespace) -> tuple[str, ...]:
@@ -492,11 +490,20 @@ def parser() -> argparse.ArgumentParser:
     jo.add_argument("--hw", help="ceilings key to use instead of the report's device")
     _format(jo)
 
-    di = _sub(sub, "diff", "compare two bundles kernel by kernel (same context only)", cmd_diff)
-    di.add_argument("baseline", help="bundle or report: the baseline")
-    di.add_argument("candidate", help="bundle or report: the candidate")
-    di.add_argument("--allow-mismatch", action="store_true", help="compare even when device/set/shapes/model differ")
+    di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
+              extra="Kernels are matched by name (launches of a kernel together: mean time per launch). Columns\n"
+                    "show the figures that moved by 1 % or more. Inputs of any kind (bundle, .ncu-rep, CSV) are\n"
+                    "compared only when device, metric set, measured figures, shapes and model agree.\n"
+                    + GATE_EXIT)
+    di.add_argument("baseline", help="bundle, .ncu-rep or CSV export: the baseline")
+    di.add_argument("candidate", help="bundle, .ncu-rep or CSV export: the candidate")
+    di.add_argument("--fail-on", action="append", metavar="GATE",
+                    help="FIGURE OP LIMIT[%%], repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
+                         "launch fails) or 'pct_sol<-3' (%%SoL down more than 3 points); exit 1 if any fails")
+    di.add_argument("--allow-mismatch", action="store_true",
+                    help="compare even when device/metric set/measured figures/shapes/model differ")
     di.add_argument("--hw", help="ceilings key to use instead of the reports' device")
+    _format(di, "; csv: one row per kernel and figure")
 
     _k8s_parser(sub)
 
