@@ -13,6 +13,7 @@ import kernelscope
 from kernelscope.cli import main
 from kernelscope.report import join, roofline_data
 from kernelscope.report.internals import merge
+from kernelscope.report.kernels import ranked
 from kernelscope.report.table import render_markdown
 
 MIXED = ("bundle_attn_causal", "gemm_basic.ncu-rep", "decode_gemm.ncu-rep", "divergent.ncu-rep")
@@ -24,28 +25,36 @@ def inputs(fx: Path) -> list[str]:
 
 def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
     items, table = kernelscope.analyze(inputs(fx))
-    data = roofline_data.build(items, table)
+    data = roofline_data.build(ranked(items), table)
     assert [r.key for r in data.roofs] == ["h200-sxm.compute.fp32", "h200-sxm.compute.bf16"]
+    assert [p.rank for p in data.points] == [1, 2, 3, 4]  # the table's ranks: most time first
     assert data.memory_key == "h200-sxm.memory.hbm"
     hollow = [p for p in data.points if not p.measured]
-    assert len(hollow) == 1 and "AI unmeasured" in hollow[0].label
+    assert len(hollow) == 1 and "AI unmeasured" in hollow[0].details["placed by"]
+    assert hollow[0].roof == "h200-sxm.compute.bf16"  # held to (and linked to) its family's roof
     assert hollow[0].ai == pytest.approx(989 / 4.8)  # at its family's ridge...
     assert hollow[0].tflops == pytest.approx(989 * 0.9332, rel=1e-3)  # ...by SM busy, never as measured
-    decode = next(p for p in data.points if p.label.startswith("nvjet_sm90_tst_64x8"))
+    decode = next(p for p in data.points if p.name.startswith("nvjet_sm90_tst_64x8"))
     assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_788_736)
+    assert decode.roof == "h200-sxm.compute.bf16" and decode.bound == "memory"
 
 
-@pytest.mark.parametrize("ext", ["png", "svg"])
+@pytest.mark.parametrize("ext", ["png", "svg", "pdf"])
 def test_roofline_files(fx: Path, tmp_path: Path, ext: str) -> None:
     out = tmp_path / f"roofline.{ext}"
     assert main(["roofline", *inputs(fx), "--out", str(out)]) == 0
     data = out.read_bytes()
     if ext == "png":
         assert data.startswith(b"\x89PNG") and len(data) > 20_000
+    elif ext == "pdf":
+        assert data.startswith(b"%PDF-") and len(data) > 10_000
     else:
         text = data.decode()
-        assert len(re.findall(r'<g id="kernel-\d+"', text)) == 4
-        assert "h200-sxm.compute.bf16 = 989 TFLOP/s" in text and "AI unmeasured" in text
+        assert re.findall(r'<g id="label-(\d+)"', text) == ["1", "2", "3", "4"]  # every kernel numbered
+        # one collection per series (verdict x hollow x size class), not one artist per kernel
+        assert sorted(re.findall(r'<g id="series-([a-z]+)-\d+"', text)) == ["latency", "latency", "memory",
+                                                                            "unmeasured"]
+        assert "bf16 roof 989 TFLOP/s, ridge 206 FLOP/B" in text and "AI unmeasured" in text
 
 
 def test_html_is_self_contained_with_context(fx: Path, tmp_path: Path) -> None:
@@ -53,10 +62,10 @@ def test_html_is_self_contained_with_context(fx: Path, tmp_path: Path) -> None:
     assert main(["report", *inputs(fx), "--out", str(out)]) == 0
     text = out.read_text()
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text) and "url(http" not in text
-    assert text.count("class='kernel-row'") == 4
+    assert len(re.findall(r"<tr id='k\d+'>", text)) == 4
     assert "<td>model</td><td class='unknown'>unknown</td>" in text  # unknown said, not guessed
     assert "NVIDIA H200 (driver 580.159.04, CUDA 13.0)" in text and "ncu 2025.3.1.0, set roofline" in text
-    assert "Next-lever frontier" in text and "counted flops are 1.07x" in text
+    assert "Next levers" in text and "counted flops are 1.07x" in text
 
 
 def test_kernel_internals_merge_keeps_other_keys_byte_identical(fx: Path, tmp_path: Path) -> None:
@@ -103,3 +112,5 @@ def test_join_names_across_mangled_demangled_templated(fx: Path, tmp_path: Path)
         ("cunn_SoftMaxForwardReg", 40.0, pytest.approx(1.234567)), ("divergent_fma", 12.5, pytest.approx(0.5))]
     md = render_markdown(join.table(rows))
     assert md.startswith("| \\# | kernel | source | ncu µs | samples % | nsys total ms | DRAM % | SM % | SoL % |")
+
+

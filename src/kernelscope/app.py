@@ -29,7 +29,7 @@ from .capture.preflight import Finding, lint
 from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
-from .files import write_file, write_files
+from .files import check_output_path, write_file, write_files
 from .manifest import Analytic, BundleManifest, NcuFacts
 from .model import Assessment
 from .ncu.argv import capture_argv, launch_argv
@@ -120,30 +120,61 @@ def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
     from .report.context import header
 
     return header(an.manifests.values(), campaign, {a.record.device for a in an.items if a.record.device},
-                  {"ceilings": f"{an.ceilings.origin} ({an.items[0].hw_key})", "tool": f"kernelscope {__version__}",
-                   "inputs": ", ".join(p.name for p in an.request.inputs)})
+                  {"ceilings": f"{Path(an.ceilings.origin).name} ({an.items[0].hw_key})",
+                   "tool": f"kernelscope {__version__}", "inputs": ", ".join(p.name for p in an.request.inputs)})
 
 
-def report(req: AnalyzeRequest, out: Path, title: str | None = None,
-           campaign_config: Path | None = None) -> Path:
+def figure_title(an: Analysis, model: str = "unknown") -> str:
+    """What a figure is of, from its context: device, model and metric set."""
+    devices = ", ".join(sorted({a.record.device for a in an.items if a.record.device})) or "device unknown"
+    sets = sorted({"+".join([m.metric_set, *m.addons]) for m in an.manifests.values()})
+    if len(an.manifests) < len(an.request.inputs):  # a bare report records no metric set
+        sets.append("not recorded")
+    return f"{devices} · model {model} · set {', '.join(sets)}"
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a report or plot is made: what it says it is, and how its kernels are listed."""
+
+    title: str | None = None  # default: from the context (device, model, metric set)
+    per_launch: bool = False
+    campaign_config: Path | None = None  # its context fills the header
+    cells: tuple[Path, ...] = ()  # campaign cell directories: the origin column names the cell
+
+
+def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
     """The self-contained HTML report."""
     from .campaign.store import read_config
     from .report import roofline_data
-    from .report.html import render_html
+    from .report.html import Page, render_html
+    from .report.kernels import origin_labels, ranked
 
-    an = analyze(req)
-    campaign = read_config(campaign_config) if campaign_config else None
-    title = title or f"kernelscope report: {len(an.items)} kernel launch(es)"
-    text = render_html(an.items, roofline_data.build(an.items, an.ceilings, req.hw), _header(an, campaign), title)
-    return write_file(text, out)
+    check_output_path(out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise KernelscopeError(f"{out}: the report is HTML; give a file name ending in .html")
+    an = analyze(req, progress)
+    campaign = read_config(how.campaign_config) if how.campaign_config else None
+    ctx = _header(an, campaign)
+    rows = ranked(an.items, how.per_launch)
+    labels = origin_labels(how.cells, [a.record.source for a in an.items]) if how.cells else an.labels()
+    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels,
+                "cell" if how.cells else "source")
+    progress("drawing the roofline and writing HTML")
+    return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, req.hw), page), out)
 
 
-def roofline(req: AnalyzeRequest, out: Path, title: str | None = None) -> Path:
+def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
     from .report import roofline_data, roofline_plot
+    from .report.kernels import ranked
 
-    an = analyze(req)
-    title = title or f"roofline: {', '.join(p.name for p in req.inputs)}"[:120]
-    return roofline_plot.write(roofline_data.build(an.items, an.ceilings, req.hw), title, out)
+    check_output_path(out)
+    roofline_plot.check_format(out)
+    an = analyze(req, progress)
+    rows = ranked(an.items, how.per_launch)
+    progress("drawing the roofline")
+    return roofline_plot.write(roofline_data.build(rows, an.ceilings, req.hw),
+                               how.title or figure_title(an, _header(an, None)["model"]), out, an.headline())
 
 
 def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
@@ -201,17 +232,19 @@ def campaign_export(root: Path, slug: str, out_dir: Path) -> Path:
     return export_parquet(root, slug, out_dir)
 
 
-def campaign_render(root: Path, slug: str, out: Path | None = None) -> Path:
+def campaign_render(root: Path, slug: str, out: Path | None = None, progress: Progress = lambda _: None) -> Path:
+    """The campaign's HTML report: every cell's kernels, with a cell column."""
     from .campaign import store
     from .campaign.cells import SOURCES
 
     cells = store.cells(root, slug)
     if not cells:
         raise KernelscopeError(f"campaign {slug!r} has no cells to render")
-    sources = tuple(p for cid in cells for p in sorted((store.cell_dir(root, slug, cid) / SOURCES).iterdir()))
+    dirs = tuple(store.cell_dir(root, slug, cid) for cid in cells)
+    sources = tuple(p for d in dirs for p in sorted((d / SOURCES).iterdir()))
     home = store.campaign_dir(root, slug)
-    return report(AnalyzeRequest(sources), out or home / "report.html", f"campaign {slug}: {len(cells)} cell(s)",
-                  home / "config.yaml")
+    how = Output(f"campaign {slug}: {len(cells)} cell(s)", campaign_config=home / "config.yaml", cells=dirs)
+    return report(AnalyzeRequest(sources), out or home / "report.html", how, progress)
 
 
 # -- capture -------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ EXAMPLES = {
     "analyze": "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
                "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md",
     "report": "kernelscope report bundles/gemm --out report.html",
-    "roofline": "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg",
+    "roofline": "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf",
     "capture": "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py",
     "op": "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8",
     "launch": "kernelscope launch --dry-run -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152",
@@ -161,11 +161,17 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     return 0
 
 
+def _output(a: argparse.Namespace) -> Any:
+    from .app import Output
+
+    return Output(a.title, a.per_launch, Path(a.campaign_config) if getattr(a, "campaign_config", None) else None)
+
+
 def cmd_report(a: argparse.Namespace) -> int:
     from . import app
 
-    out = app.report(_analyze_request(a), _file_out(a.out), a.title,
-                     Path(a.campaign_config) if a.campaign_config else None)
+    with _ticker() as tick:
+        out = app.report(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
     say(f"wrote {out}")
     return 0
 
@@ -173,7 +179,9 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_roofline(a: argparse.Namespace) -> int:
     from . import app
 
-    say(f"wrote {app.roofline(_analyze_request(a), _file_out(a.out), a.title)}")
+    with _ticker() as tick:
+        out = app.roofline(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    say(f"wrote {out}")
     return 0
 
 
@@ -198,7 +206,9 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     elif a.campaign_command == "export":
         say(f"wrote {app.campaign_export(root, a.campaign, Path(a.parquet))}")
     else:
-        say(f"wrote {app.campaign_render(root, a.campaign, _file_out(a.out) if a.out else None)}")
+        with _ticker() as tick:
+            out = app.campaign_render(root, a.campaign, _file_out(a.out) if a.out else None, tick.step)
+        say(f"wrote {out}")
     return 0
 
 
@@ -416,6 +426,8 @@ def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm; see "
                                 "`kernelscope ceilings list`)")
     p.add_argument("--ceilings", help="a ceilings YAML file replacing the packaged datasheet one")
+    p.add_argument("--per-launch", action="store_true",
+                   help="one row (and point) per launch instead of one per kernel")
 
 
 def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -466,15 +478,14 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--achievable", help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
     _format(a, "; json and csv hold every launch with every figure")
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
-    a.add_argument("--per-launch", action="store_true", help="one row per launch instead of one per kernel")
     a.add_argument("--out-dir", help="directory to write kernels.json and kernels.csv into")
 
     r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
     _figure_options(r, "the HTML file to write (e.g. report.html)")
     r.add_argument("--campaign-config", help="a campaign config.yaml whose context fills the header")
 
-    ro = _sub(sub, "roofline", "static roofline plot (.png or .svg)", cmd_roofline)
-    _figure_options(ro, "the plot file to write: .png or .svg")
+    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline)
+    _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
 
     _campaign_parser(sub)
     bu = _sub(sub, "bundle", "bundle tools", None)

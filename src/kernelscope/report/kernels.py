@@ -1,6 +1,6 @@
-"""The kernel view shared by the terminal and markdown: one row a kernel (its launches
+"""The kernel view shared by the terminal, markdown and HTML: one row a kernel (its launches
 together, `analysis.groups`) or one a launch on request, ranked by time, so that "#3" means the
-same kernel in the table and in the frontier. Figures, names and units come from
+same kernel in the table, on the roofline and in the frontier. Figures, names and units come from
 the one column spec (kernelscope/columns.py); a grouped row shows the summed time and the figures
 of the kernel's longest launch, whose verdict stands for it."""
 
@@ -96,11 +96,13 @@ FIGURES: tuple[tuple[str, str, float, str, int], ...] = (
 
 
 def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origin: str = "source",
-          per_launch: bool = False, title: str = "", notes: tuple[str, ...] = ()) -> Table:
+          show_origin: bool | None = None, per_launch: bool = False, title: str = "",
+          notes: tuple[str, ...] = ()) -> Table:
     """The kernel table. `labels` maps a report path to what the `origin` column shows (input
-    name, or campaign cell id); the column appears when rows come from several."""
+    name, or campaign cell id); by default the column appears when rows come from several."""
     labels = labels or {}
-    several = len({labels.get(r.group.source, r.group.source) for r in rows}) > 1
+    several = len({labels.get(r.group.source, r.group.source) for r in rows}) > 1 if show_origin is None \
+        else show_origin
     launches = not per_launch and any(len(r.group.launches) > 1 for r in rows)
     total = sum(r.group.total_ns or 0.0 for r in rows) or 1.0
     cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True)]
