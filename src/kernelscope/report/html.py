@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .kernels import Ranked, kernel_frontier
+from .kernels import Ranked, kernel_frontier, total_time
 from .kernels import table as kernel_table
 from .roofline_data import RooflineData
 from .roofline_plot import render_svg
@@ -114,10 +114,10 @@ def _table(t: Table, linked: set[int]) -> str:
 
 def _mix(rows: Sequence[Ranked]) -> str:
     """Share of kernel time by verdict, as one labelled bar."""
-    total = sum(r.group.total_ns or 0.0 for r in rows) or 1.0
+    total = total_time(rows)
     by: dict[str, float] = {}
     for r in rows:
-        by[r.lead.bound] = by.get(r.lead.bound, 0.0) + (r.group.total_ns or 0.0) / total * 100
+        by[r.lead.bound] = by.get(r.lead.bound, 0.0) + (r.total_ns or 0.0) / total * 100
     spans = "".join(f"<span class='b-{_e(b)}' style='width:{v:.2f}%' title='{_e(b)} {v:.1f} %'>"
                     f"{_e(b) + ' ' if v >= 12 else ''}{v:.0f} %</span>" for b, v in by.items() if v > 0)
     words = ", ".join(f"{_e(b)} {v:.0f} %" for b, v in sorted(by.items(), key=lambda kv: -kv[1]))
@@ -202,8 +202,7 @@ def render_html(rows: Sequence[Ranked], data: RooflineData, page: Page) -> str:
     shown = rows[:TABLE_ROWS]
     more = ""
     if len(rows) > len(shown):
-        rest = sum(r.group.total_ns or 0.0 for r in rows[len(shown):]) / (sum(r.group.total_ns or 0.0 for r in rows)
-                                                                           or 1.0)
+        rest = sum(r.total_ns or 0.0 for r in rows[len(shown):]) / total_time(rows)
         more = (f"<p class='note'>{len(rows) - len(shown):,} more kernels ({100 * rest:.1f} % of time) are on the "
                 "roofline (hover) and in <code>kernelscope analyze --format csv</code></p>")
     table = kernel_table(shown, page.labels, page.origin, show_origin=page.origin == "cell" or None)

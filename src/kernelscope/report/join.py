@@ -129,7 +129,7 @@ def join(items: Sequence[Assessment], nsys: dict[str, float], shares: dict[str, 
         a = r.lead
         name = base(a.record.name_full or a.record.name)
         rows.append(JoinRow(r.rank, a.record.name, (labels or {}).get(a.record.source, a.record.source),
-                            None if r.group.total_ns is None else r.group.total_ns / 1e3, _lookup(shares, name),
+                            None if r.total_ns is None else r.total_ns / 1e3, _lookup(shares, name),
                             _lookup(nsys, name), a.record.dram_throughput_pct, a.record.sm_busy_pct,
                             value(a, "pct_sol"), a.verdict))
     return rows

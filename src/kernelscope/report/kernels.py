@@ -35,29 +35,32 @@ class Ranked:
 
     rank: int
     group: KernelGroup
-
-    @property
-    def lead(self) -> Assessment:
-        return self.group.representative
+    total_ns: float | None  # the group's summed time (None if a launch's was not measured)
+    lead: Assessment  # the launch whose figures and verdict stand for the kernel
 
 
 def ranked(items: Sequence[Assessment], per_launch: bool = False) -> list[Ranked]:
     groups = ([KernelGroup(a.record.name, a.record.source, (a,)) for a in items] if per_launch
               else group(items))
-    groups.sort(key=lambda g: -(g.total_ns or 0.0))
-    return [Ranked(i, g) for i, g in enumerate(groups, 1)]
+    timed = sorted(((g.total_ns, g) for g in groups), key=lambda tg: -(tg[0] or 0.0))
+    return [Ranked(i, g, t, g.representative) for i, (t, g) in enumerate(timed, 1)]
+
+
+def total_time(rows: Sequence[Ranked]) -> float:
+    """The summed time of the rows, ns (1 when none was measured, so shares stay defined)."""
+    return sum(r.total_ns or 0.0 for r in rows) or 1.0
 
 
 def kernel_frontier(rows: Sequence[Ranked]) -> list[tuple[int, FrontierItem]]:
     """The next-lever frontier over kernels, not launches: each kernel's levers once, weighted by
     the kernel's summed time; with the kernel's rank."""
-    leads = [replace(r.lead, record=replace(r.lead.record, duration_ns=r.group.total_ns)) for r in rows]
-    items = frontier(leads)
-    total = sum(r.group.total_ns or 0.0 for r in rows) or 1.0
+    leads = [r.lead if len(r.group.launches) == 1 else
+             replace(r.lead, record=replace(r.lead.record, duration_ns=r.total_ns)) for r in rows]
+    total = total_time(rows)
     rank: dict[tuple[str, float], int] = {}
     for r in rows:  # a frontier item names its kernel and share; same name and share: the first rank
-        rank.setdefault((r.lead.record.name, round(100 * (r.group.total_ns or 0.0) / total, 6)), r.rank)
-    return [(rank.get((f.kernel, round(f.time_share_pct, 6)), 0), f) for f in items]
+        rank.setdefault((r.lead.record.name, round(100 * (r.total_ns or 0.0) / total, 6)), r.rank)
+    return [(rank.get((f.kernel, round(f.time_share_pct, 6)), 0), f) for f in frontier(leads)]
 
 
 REPORT_SUFFIXES = (".ncu-rep.gz", ".ncu-rep", ".csv.gz", ".csv")
@@ -104,7 +107,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
     several = len({labels.get(r.group.source, r.group.source) for r in rows}) > 1 if show_origin is None \
         else show_origin
     launches = not per_launch and any(len(r.group.launches) > 1 for r in rows)
-    total = sum(r.group.total_ns or 0.0 for r in rows) or 1.0
+    total = total_time(rows)
     cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True)]
     if several:
         cols.append(Col(origin, origin, elide=ORIGIN))
@@ -129,7 +132,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
             vals.append(len(g.launches))
         if per_launch:
             vals.append(a.record.launch_id)
-        vals += [g.total_ns, None if g.total_ns is None else 100.0 * g.total_ns / total, a.bound,
+        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, a.bound,
                  *[value(a, name) for name, *_ in FIGURES], value(a, "ceiling_key"),
                  a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..analysis.categories import categorize
 from ..ceilings import CeilingsFile
 from ..errors import KernelscopeError
-from .kernels import Ranked
+from .kernels import Ranked, total_time
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,13 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
     first = rows[0].lead
     dev = table.pick(first.record.device, hw or first.hw_key)
     mem = dev.memory.value or 0.0
-    total_ns = sum(r.group.total_ns or 0.0 for r in rows) or 1.0
+    total_ns = total_time(rows)
     roofs: dict[str, Roof] = {}
     points, unplaced = [], []
     for row in rows:
         a, r = row.lead, row.lead.record
-        share = (row.group.total_ns or 0.0) / total_ns
-        time = _fmt(None if row.group.total_ns is None else row.group.total_ns / 1e3, ".1f", "µs")
+        share = (row.total_ns or 0.0) / total_ns
+        time = _fmt(None if row.total_ns is None else row.total_ns / 1e3, ".1f", "µs")
         details = {
             "kernel": f"#{row.rank} {r.name}" + (f" ({len(row.group.launches)} launches)"
                                                   if len(row.group.launches) > 1 else ""),

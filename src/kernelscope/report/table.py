@@ -101,26 +101,33 @@ def wrap(text_: str, width: int | None, indent: str = "  ") -> list[str]:
 def render_text(table: Table, width: int | None = None, colour: bool = False) -> str:
     """Aligned columns fitted to `width` (None: no limit); ANSI colour only when `colour`."""
     cols = table.cols
-    cells = [[cell(c, v) for c, v in zip(cols, row, strict=True)] for row in table.rows]
+    fmts = [c.fmt for c in cols]
+    cells = [[NONE if v is None else clean(f(v)) for f, v in zip(fmts, row, strict=True)] for row in table.rows]
     natural = [max([len(c.heading)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
     visible, squeezed = _fit(cols, natural, width)
-    widths = {i: squeezed.get(i, natural[i]) for i in visible}
+    spec = [(i, squeezed.get(i, natural[i]), cols[i].elide, cols[i].right) for i in visible]
+    gap = " " * GAP
 
     def line(values: Sequence[str], paint: Sequence[str | None] | None = None) -> str:
         parts = []
-        for i in visible:
-            v = elide(values[i], widths[i]) if cols[i].elide else values[i]
-            v = v.rjust(widths[i]) if cols[i].right else v.ljust(widths[i])
+        for i, w, cut, right in spec:
+            v = elide(values[i], w) if cut and len(values[i]) > w else values[i]
+            v = v.rjust(w) if right else v.ljust(w)
             style = paint[i] if paint else None
-            parts.append(f"\x1b[{ANSI[style]}m{v}\x1b[0m" if colour and style else v)
-        return (" " * GAP).join(parts).rstrip()
+            parts.append(f"\x1b[{ANSI[style]}m{v}\x1b[0m" if style else v)
+        return gap.join(parts).rstrip()
 
     out = wrap(table.title, width) if table.title else []
     out.append(line([c.heading for c in cols], ["bold"] * len(cols) if colour else None))
-    out.append((" " * GAP).join("-" * widths[i] for i in visible))
+    out.append(gap.join("-" * w for _, w, _, _ in spec))
+    painters = [(i, c.colour) for i, c in enumerate(cols) if c.colour] if colour else []
     for row, values in zip(table.rows, cells, strict=True):
-        paint = [c.colour(v) if c.colour and v is not None else None for c, v in zip(cols, row, strict=True)]
-        out.append(line(values, paint if colour else None))
+        paint: list[str | None] | None = None
+        if painters:
+            paint = [None] * len(cols)
+            for i, painter in painters:
+                paint[i] = None if row[i] is None else painter(row[i])
+        out.append(line(values, paint))
     hidden = [cols[i].heading for i in range(len(cols)) if i not in visible]
     notes = list(table.notes)
     if hidden:

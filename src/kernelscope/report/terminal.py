@@ -5,7 +5,9 @@ kernel name can neither colour, move the cursor nor link anything."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from ..model import Assessment
 from . import kernels
@@ -69,9 +71,29 @@ def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
     return out
 
 
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Building 10^5 rows of small lists sets off the cyclic collector over every object alive (all
+    the kernels: most of the time at 100k rows); these lists form no cycle, so it waits until the
+    text is built."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None = None,
            width: int | None = None, colour: bool = False, details: bool = False,
            per_launch: bool = False) -> str:
+    with _no_gc_pauses():
+        return _render(items, headline, labels, width, colour, details, per_launch)
+
+
+def _render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None, width: int | None,
+            colour: bool, details: bool, per_launch: bool) -> str:
     rows = kernels.ranked(items, per_launch)
     labels = labels or {}
     hints = [] if details else ["verdict, limiters and levers per kernel: --details"]
