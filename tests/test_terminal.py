@@ -3,16 +3,19 @@ markdown golden files (tests/golden; rewrite with KERNELSCOPE_GOLDEN=write after
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kernelscope.cli import main
+from kernelscope.report.progress import Ticker
 from kernelscope.report.table import Col, Table, render_markdown, render_text
 from kernelscope.report.text import clean, elide
 
@@ -126,3 +129,15 @@ def test_markdown_golden(fx: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyte
     monkeypatch.chdir(fx)
     assert main(argv) == 0
     golden(f"{name}.md", capsys.readouterr().out)
+
+
+def test_progress_shows_only_past_its_delay_on_its_own_stream() -> None:
+    slow = io.StringIO()
+    with Ticker(slow, after=0.0, every=60.0) as tick:
+        tick.step("reading 3 input(s)\x1b[2J")
+        time.sleep(0.6)
+    assert re.fullmatch(r"kernelscope: reading 3 input\(s\) … \d+ s\n", slow.getvalue())  # once, not a flood
+    quick = io.StringIO()
+    with Ticker(quick) as tick:  # the default two seconds: a quick run says nothing
+        tick.step("reading")
+    assert quick.getvalue() == ""

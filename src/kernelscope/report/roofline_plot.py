@@ -38,7 +38,7 @@ from .style import BOUND_COLOUR, MEMORY_ROOF_COLOUR, roof_colour  # noqa: E402
 from .text import clean, elide  # noqa: E402
 
 FORMATS = ("png", "svg", "pdf")
-KEY_NAME = 34  # characters of a name in the key
+KEY_NAME = 32  # characters of a name in the key (the longest line still fits the figure)
 LABELLED = 12  # kernels numbered on the plot and named in the key; the rest by hover in the HTML
 SIZE = 11.0, 6.5  # inches
 AXES = (0.075, 0.1, 0.56, 0.78)  # left, bottom, width, height (figure fraction): the key is right of it
