@@ -36,6 +36,52 @@ def chromium() -> str:
     return found
 
 
+def raw_csv_variant(src: Path, dst: Path, name: str | None = None, duration_factor: float = 1.0,
+                    copies: int = 1) -> Path:
+    """A copy of a real `--page raw` CSV export with its kernel renamed, its duration scaled or its
+    rows replicated (distinct IDs; `{i}` in `name` numbers the copies): the figures stay real."""
+    import csv
+
+    with src.open(newline="") as fh:
+        header, units, *rows = list(csv.reader(fh))
+    at = {h: i for i, h in enumerate(header)}
+    out = []
+    for i in range(copies):
+        for row in rows:
+            row = list(row)
+            row[at["ID"]] = str(len(out))
+            if name is not None:
+                row[at["Kernel Name"]] = name.replace("{i}", str(i))
+            t = at["gpu__time_duration.sum"]
+            row[t] = f"{float(row[t].replace(',', '')) * duration_factor:.6f}"
+            out.append(row)
+    with dst.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows([header, units, *out])
+    return dst
+
+
+@pytest.fixture(scope="session")
+def variant() -> object:
+    return raw_csv_variant
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def check_golden(name: str, text: str) -> None:
+    """`text` equals tests/golden/NAME (KERNELSCOPE_GOLDEN=write pytest ... rewrites the files)."""
+    path = GOLDEN / name
+    if os.environ.get("KERNELSCOPE_GOLDEN") == "write":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs; review, then rewrite with KERNELSCOPE_GOLDEN=write"
+
+
+@pytest.fixture(scope="session")
+def golden() -> object:
+    return check_golden
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The counts the hostile-input issue asks for: inputs tried, clean errors, failures."""
     from hostile import TALLY

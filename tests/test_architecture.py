@@ -142,7 +142,7 @@ def test_campaign_cell_follows_the_schema(fx: Path, tmp_path: Path, schema: dict
 
 
 def test_csv_and_parquet_use_the_column_names(fx: Path, tmp_path: Path) -> None:
-    assert main(["analyze", str(fx / "fp8_gemm.ncu-rep"), "--out", str(tmp_path / "o")]) == 0
+    assert main(["analyze", str(fx / "fp8_gemm.ncu-rep"), "--out-dir", str(tmp_path / "o")]) == 0
     header = (tmp_path / "o" / "kernels.csv").read_text().splitlines()[0].split(",")
     plain = [c.name for c in columns.COLUMNS if c.kind != "map"]
     assert [h for h in header if h in plain] == plain  # every column, in spec order

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import duckdb
@@ -124,8 +126,13 @@ def test_export_parquet_reads_back_in_duckdb(fx: Path, tmp_path: Path) -> None:
 
 def test_render_campaign_report(fx: Path, tmp_path: Path) -> None:
     imp(tmp_path, "c1", fx / "bundle_attn_causal")
+    imp(tmp_path, "c2", fx / "fp8_gemm.ncu-rep")
     set_config(tmp_path, context={"model": "toy-attention", "quantisation": "bf16"})
     assert main(["campaign", "render", "--root", str(tmp_path), "--campaign", "decode-h200"]) == 0
     text = (tmp_path / "decode-h200" / "report.html").read_text()
     assert "toy-attention" in text and "<td>parallelism</td><td class='unknown'>unknown</td>" in text
-    assert '<g id="kernel-0"' in text
+    assert "<th class=''>cell</th>" in text  # the kernel table says which cell each kernel is from
+    cells = re.findall(r"<tr id='k(\d)'>.*?<td class='name'>(c\d)</td>", text)
+    assert sorted(cells) == [("1", "c1"), ("2", "c2")]
+    assert str(tmp_path) not in text and "/usr/" not in text and sys.executable not in text  # no machine paths
+    assert "python3 -m kernelscope.capture.harness attention" in text  # the workload, by program name

@@ -57,7 +57,7 @@ def test_kernel_filter_exact_and_none_matching(fx: Path, capsys: pytest.CaptureF
 
 def test_out_dir_writes_json_and_csv(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "results"
-    assert main(["analyze", str(fx / "fp8_gemm.ncu-rep"), "--out", str(out)]) == 0
+    assert main(["analyze", str(fx / "fp8_gemm.ncu-rep"), "--out-dir", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["kernels.csv", "kernels.json"]
     doc = json.loads((out / "kernels.json").read_text())
     assert doc["kernels"][0]["flops"]["tensor_fp8"] == 17_179_869_184
@@ -92,7 +92,7 @@ def test_bad_input_one_line_exit_2_no_output(
 ) -> None:
     path, problem = _bad_inputs(fx, tmp_path)[case]
     out = tmp_path / "out"
-    code = main(["analyze", str(fx / "gemm_bf16.ncu-rep"), str(path), "--out", str(out)])
+    code = main(["analyze", str(fx / "gemm_bf16.ncu-rep"), str(path), "--out-dir", str(out)])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err.count("\n") == 0 and str(path) in err and problem in err
@@ -101,7 +101,7 @@ def test_bad_input_one_line_exit_2_no_output(
 
 def test_unknown_device_without_hw(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--out", str(out)]) == 2
+    assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--out-dir", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "unknown device None; pass --hw KEY" in err and err.count("\n") == 0
     assert not out.exists()
@@ -111,6 +111,6 @@ def test_unknown_device_without_hw(fx: Path, tmp_path: Path, capsys: pytest.Capt
 def test_console_script_runs_on_bundled_report(fx: Path) -> None:
     exe = shutil.which("kernelscope")
     cmd = [exe] if exe else [sys.executable, "-m", "kernelscope.cli"]
-    res = subprocess.run([*cmd, "analyze", str(fx / "decode_gemm.ncu-rep")], capture_output=True, text=True,
-                         env={**os.environ, "COLUMNS": "200"}, check=True)
+    res = subprocess.run([*cmd, "analyze", str(fx / "decode_gemm.ncu-rep"), "--details"], capture_output=True,
+                         text=True, env={**os.environ, "COLUMNS": "200"}, check=True)
     assert "memory-bound" in res.stdout and "h200-sxm.memory.hbm" in res.stdout

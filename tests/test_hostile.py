@@ -398,7 +398,7 @@ def test_api_paths(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_outputs_never_replace_special_files_and_leave_no_temp(tmp_path: Path) -> None:
     rep = str(FX / "fp8_gemm.ncu-rep")
     os.mkfifo(tmp_path / "fifo")
-    for argv in (["analyze", rep, "--out", "/dev/full"], ["analyze", rep, "--out", str(tmp_path / "fifo")],
+    for argv in (["analyze", rep, "--out-dir", "/dev/full"], ["analyze", rep, "--out-dir", str(tmp_path / "fifo")],
                  ["campaign", "export", "--campaign", "x", "--root", str(tmp_path), "--parquet", "/dev/null"],
                  ["bundle", "kernel-internals", "--bundle", "/dev/zero"]):
         assert cli(argv) == "clean"
@@ -425,7 +425,7 @@ def test_disk_full_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(files.os, "fdopen", full_fdopen)
     out = tmp_path / "out"
-    assert cli(["analyze", str(FX / "fp8_gemm.ncu-rep"), "--out", str(out)]) == "clean"
+    assert cli(["analyze", str(FX / "fp8_gemm.ncu-rep"), "--out-dir", str(out)]) == "clean"
     assert list(out.iterdir()) == []
     assert cli(["campaign", "import-ncu", "--root", str(tmp_path), "--campaign", "x", "--cell-id", "c1", "--bundle",
                 str(FX / "fp8_gemm.ncu-rep")]) == "clean"

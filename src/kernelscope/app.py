@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
 from .analysis.pipeline import bundles
+from .analysis.pipeline import load as load_records
 from .capture import engine
-from .capture.diagnose import diagnose
+from .capture.diagnose import diagnose, suggest_regex
 from .capture.preflight import Finding, lint
 from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
-from .files import write_file, write_files
+from .files import check_output_path, write_file, write_files
 from .manifest import Analytic, BundleManifest, NcuFacts
 from .model import Assessment
 from .ncu.argv import capture_argv, launch_argv
@@ -73,15 +74,40 @@ class Analysis:
             "bundles": {str(d): json.loads(m.to_json()) for d, m in self.manifests.items()},
         }
 
+    def labels(self) -> dict[str, str]:
+        """Report path -> the input it came from, as the reader named it (a file or bundle dir)."""
+        from .report.kernels import origin_labels
 
-def analyze(req: AnalyzeRequest) -> Analysis:
-    """Every launch in the inputs, judged; a --kernel that matches nothing is an error."""
+        return origin_labels(self.request.inputs, sorted({a.record.source for a in self.items}))
+
+    def headline(self) -> str:
+        """One line saying what was judged, on what device, against which ceilings."""
+        from .analysis.groups import group
+
+        devices = sorted({a.record.device for a in self.items if a.record.device}) or ["device unknown"]
+        kernels = len(group(self.items))
+        return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
+                f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
+
+
+def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysis:
+    """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
+    regex that would have matched, when the exact name is part of a kernel's name)."""
+    progress(f"reading and judging {len(req.inputs)} input(s)")
     items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                   achievable=req.achievable)
     if not items:
         raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
-                               f"{', '.join(map(str, req.inputs))}")
+                               f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
     return Analysis(req, items, table, bundles(list(req.inputs)))
+
+
+def _kernel_hint(req: AnalyzeRequest) -> str:
+    names = sorted({r.name for r in load_records(list(req.inputs))})
+    hint = suggest_regex(req.kernel, names)
+    if hint:
+        return f"; --kernel is an exact name unless it starts with regex: (as in ncu): did you mean --kernel {hint}?"
+    return f"; kernels there: {', '.join(names[:8])}{' …' if len(names) > 8 else ''}"
 
 
 def write_results(an: Analysis, out_dir: Path) -> list[Path]:
@@ -90,37 +116,70 @@ def write_results(an: Analysis, out_dir: Path) -> list[Path]:
     return write_files({"kernels.json": to_json(an.items, an.context()), "kernels.csv": to_csv(an.items)}, out_dir)
 
 
-def _write_report(items: Sequence[Assessment], table: CeilingsFile, manifests: Sequence[BundleManifest],
-                  campaign: dict[str, Any] | None, inputs: str, title: str, out: Path, hw: str | None = None) -> Path:
-    """The self-contained HTML report of assessed kernels, from a fresh analysis or from campaign cells."""
-    from .report import roofline_data
+def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
     from .report.context import header
-    from .report.html import render_html
 
-    ctx = header(manifests, campaign, {a.record.device for a in items if a.record.device},
-                 {"ceilings": f"{table.origin} ({items[0].hw_key})", "tool": f"kernelscope {__version__}",
-                  "inputs": inputs})
-    return write_file(render_html(items, roofline_data.build(items, table, hw), ctx, title), out)
+    return header(an.manifests.values(), campaign, {a.record.device for a in an.items if a.record.device},
+                  {"ceilings": f"{Path(an.ceilings.origin).name} ({an.items[0].hw_key})",
+                   "tool": f"kernelscope {__version__}", "inputs": ", ".join(p.name for p in an.request.inputs)})
 
 
-def report(req: AnalyzeRequest, out: Path, title: str | None = None,
-           campaign_config: Path | None = None) -> Path:
+def figure_title(an: Analysis, model: str = "unknown") -> str:
+    """What a figure is of, from its context: device, model and metric set."""
+    devices = ", ".join(sorted({a.record.device for a in an.items if a.record.device})) or "device unknown"
+    sets = sorted({"+".join([m.metric_set, *m.addons]) for m in an.manifests.values()})
+    if len(an.manifests) < len(an.request.inputs):  # a bare report records no metric set
+        sets.append("not recorded")
+    return f"{devices} · model {model} · set {', '.join(sets)}"
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a report or plot is made: what it says it is, and how its kernels are listed."""
+
+    title: str | None = None  # default: from the context (device, model, metric set)
+    per_launch: bool = False
+    campaign_config: Path | None = None  # its context fills the header
+    cells: tuple[Path, ...] = ()  # campaign cell directories: the origin column names the cell
+
+
+def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
     """The self-contained HTML report."""
     from .campaign.store import read_config
 
-    an = analyze(req)
-    campaign = read_config(campaign_config) if campaign_config else None
-    return _write_report(an.items, an.ceilings, list(an.manifests.values()), campaign,
-                         ", ".join(p.name for p in req.inputs),
-                         title or f"kernelscope report: {len(an.items)} kernel launch(es)", out, req.hw)
+    check_output_path(out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise KernelscopeError(f"{out}: the report is HTML; give a file name ending in .html")
+    an = analyze(req, progress)
+    campaign = read_config(how.campaign_config) if how.campaign_config else None
+    return _render_report(an, out, how, campaign, an.labels(), "source", progress)
 
 
-def roofline(req: AnalyzeRequest, out: Path, title: str | None = None) -> Path:
+def _render_report(an: Analysis, out: Path, how: Output, campaign: dict[str, Any] | None, labels: dict[str, str],
+                   origin: str, progress: Progress) -> Path:
+    """The HTML report of assessed kernels, from a fresh analysis or from campaign cells."""
+    from .report import roofline_data
+    from .report.html import Page, render_html
+    from .report.kernels import ranked
+
+    ctx = _header(an, campaign)
+    rows = ranked(an.items, how.per_launch)
+    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels, origin)
+    progress("drawing the roofline and writing HTML")
+    return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw), page), out)
+
+
+def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
     from .report import roofline_data, roofline_plot
+    from .report.kernels import ranked
 
-    an = analyze(req)
-    title = title or f"roofline: {', '.join(p.name for p in req.inputs)}"[:120]
-    return roofline_plot.write(roofline_data.build(an.items, an.ceilings, req.hw), title, out)
+    check_output_path(out)
+    roofline_plot.check_format(out)
+    an = analyze(req, progress)
+    rows = ranked(an.items, how.per_launch)
+    progress("drawing the roofline")
+    return roofline_plot.write(roofline_data.build(rows, an.ceilings, req.hw),
+                               how.title or figure_title(an, _header(an, None)["model"]), out, an.headline())
 
 
 def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
@@ -130,26 +189,30 @@ def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
     return write(bundle, an.items, "ncu via kernelscope", f"kernelscope {__version__}")
 
 
-def join(ncu: Path, nsys: Path | None, shares: Path | None, hw: str | None = None) -> list[joining.JoinRow]:
-    an = analyze(AnalyzeRequest((ncu,), hw=hw))
+def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | None = None,
+         progress: Progress = lambda _: None) -> list[joining.JoinRow]:
+    """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
+    sample shares, matched by name."""
+    an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)
     return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
-                        joining.read_shares(shares) if shares else {})
+                        joining.read_shares(shares) if shares else {}, an.labels())
 
 
-@dataclass(frozen=True)
-class DiffResult:
-    rows: list[diffing.DiffRow]
-    mismatches: list[str]
+def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,
+         fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
+    """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
+    set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
+    from .report.gates import parse
 
-
-def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False) -> DiffResult:
-    a, b = analyze(AnalyzeRequest((baseline,), hw=hw)), analyze(AnalyzeRequest((candidate,), hw=hw))
+    gates = [parse(expr) for expr in fail_on]
+    a = analyze(AnalyzeRequest((baseline,), hw=hw), progress)
+    b = analyze(AnalyzeRequest((candidate,), hw=hw), progress)
     problems = diffing.mismatches(diffing.bundle_context(a.manifests.get(baseline), a.items),
                                   diffing.bundle_context(b.manifests.get(candidate), b.items))
     if problems and not allow_mismatch:
         raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
                                + "); pass --allow-mismatch to compare anyway")
-    return DiffResult(diffing.diff(a.items, b.items), problems)
+    return diffing.compare(a.items, b.items, gates, problems)
 
 
 # -- campaigns -----------------------------------------------------------------------------------
@@ -174,22 +237,33 @@ def campaign_export(root: Path, slug: str, out_dir: Path) -> Path:
     return export_parquet(root, slug, out_dir)
 
 
-def campaign_render(root: Path, slug: str, out: Path | None = None) -> Path:
-    """The campaign's report, drawn from its cells' ncu_kernels.json (no source is read again),
-    against the packaged ceilings that import placed them with."""
+def campaign_render(root: Path, slug: str, out: Path | None = None, progress: Progress = lambda _: None) -> Path:
+    """The campaign's HTML report, with a cell column, drawn from its cells' ncu_kernels.json (no
+    source is read again) against the packaged ceilings that import placed them with."""
     from .campaign import check, store
     from .ceilings import load as load_ceilings
 
     cells = store.cells(root, slug)
     if not cells:
         raise KernelscopeError(f"campaign {slug!r} has no cells to render")
-    items = [a for cell in cells.values() for a in cell["items"]]
+    items, labels, manifests = [], {}, {}
+    for cid, cell in cells.items():
+        home = store.cell_dir(root, slug, cid)
+        for a in cell["items"]:  # a cell's sources are named inside the cell: make them unique across cells
+            source = f"{cid}/{a.record.source}"
+            items.append(replace(a, record=replace(a.record, source=source)))
+            labels[source] = cid
+        for i, m in enumerate(check.cell_manifests(cell, cid)):
+            manifests[home / f"manifest-{i}"] = m
     if not items:
         raise KernelscopeError(f"campaign {slug!r}: its cells hold no kernels")
-    manifests = [m for cid, cell in cells.items() for m in check.cell_manifests(cell, cid)]
     home = store.campaign_dir(root, slug)
-    return _write_report(items, load_ceilings(), manifests, store.load_config(root, slug), ", ".join(cells),
-                         f"campaign {slug}: {len(cells)} cell(s)", out or home / "report.html")
+    an = Analysis(AnalyzeRequest(tuple(store.cell_dir(root, slug, cid) for cid in cells)), items, load_ceilings(),
+                  manifests)
+    how = Output(f"campaign {slug}: {len(cells)} cell(s)")
+    target = out or home / "report.html"
+    check_output_path(target)
+    return _render_report(an, target, how, store.load_config(root, slug), labels, "cell", progress)
 
 
 # -- capture -------------------------------------------------------------------------------------

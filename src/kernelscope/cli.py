@@ -1,43 +1,135 @@
-"""kernelscope: per-kernel answers from NVIDIA Nsight Compute reports: compute-, memory- or
-latency-bound, how far from the speed of light, what limits it, and the next lever.
+"""kernelscope: per-kernel answers from NVIDIA Nsight Compute (ncu) reports — is each kernel
+compute-, memory- or latency-bound, how far from the speed of light (%SoL) of its own precision,
+what limits it, and which lever to pull next.
 
-Exit codes: 0 done; 1 a gate failed (campaign check --strict, a capture that kept only some
-kernels); 2 an error (bad input or options; one line on stderr); 130 interrupted (after cleanup).
+Start with:  kernelscope analyze REPORT.ncu-rep      (one row a kernel; --details for the levers)
+Outputs:     --format table|json|csv|markdown on analyze, diff, join, campaign check, ceilings list
+             (table fits the terminal, plain text when piped; markdown is for PR comments)
+
+Exit codes: 0 done; 1 a gate failed (diff --fail-on, campaign check --strict, k8s inspect blocked,
+a capture that kept only some kernels); 2 an error (bad input or options: one line on stderr);
+130 interrupted (after cleanup).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from . import argtypes as T
 from .errors import Interrupted, KernelscopeError
 
 Handler = Callable[[argparse.Namespace], int]
+FORMATS = ("table", "json", "csv", "markdown")
 EXAMPLES = {
-    "analyze": "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep --format json",
+    "analyze": "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
+               "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md",
     "report": "kernelscope report bundles/gemm --out report.html",
-    "roofline": "kernelscope roofline bundles/gemm bundles/attn --out roofline.png",
+    "roofline": "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf",
     "capture": "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py",
     "op": "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8",
-    "launch": "kernelscope launch -- python3 -m my_server",
+    "launch": "kernelscope launch --dry-run -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152",
     "k8s": "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live",
-    "campaign": "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 --bundle bundles/gemm",
+    "k8s inspect": "kernelscope k8s inspect -n serving deploy/basic-inference",
+    "k8s capture": "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live --dry-run",
+    "k8s cleanup": "kernelscope k8s cleanup -n serving --release basic-inference-ncu",
+    "campaign": "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm",
+    "campaign import-ncu": "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm",
+    "campaign render": "kernelscope campaign render --campaign decode-h200 --out decode-h200.html",
+    "campaign check": "kernelscope campaign check --campaign decode-h200 --strict --format markdown",
+    "campaign export": "kernelscope campaign export --campaign decode-h200 --parquet out/",
     "bundle": "kernelscope bundle kernel-internals --bundle bundles/gemm",
-    "join": "kernelscope join --ncu bundles/gemm --nsys kern_sum.csv --format markdown",
-    "diff": "kernelscope diff bundles/base bundles/cand",
-    "ceilings": "kernelscope ceilings measure --out h200.yaml",
+    "bundle kernel-internals": "kernelscope bundle kernel-internals --bundle bundles/gemm",
+    "join": "kernelscope join --ncu bundles/gemm --ncu bundles/attn --nsys kern_sum.csv --format markdown",
+    "diff": "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
+    "ceilings": "kernelscope ceilings list",
+    "ceilings list": "kernelscope ceilings list --format markdown",
+    "ceilings measure": "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml",
 }
+GATE_EXIT = "exit codes: 0 passed, 1 a gate failed, 2 an error"
 
 
 def say(line: str) -> None:
     print(f"kernelscope: {line}", file=sys.stderr, flush=True)
 
 
-def _analyze_request(a: argparse.Namespace) -> object:
+def emit(text: str) -> None:
+    """Print to stdout. A reader that stopped reading (`| head`) ends the output quietly; a closed
+    or full stdout is an error of one line."""
+    out = sys.stdout
+    if out is None:
+        raise KernelscopeError("stdout is closed; redirect it to a file, or use --out where the verb has it")
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError as exc:
+        raise KernelscopeError(f"cannot write to stdout ({exc.strerror or exc})") from exc
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that nothing (not even the exit-time flush) writes to a pipe
+    whose reader has gone."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _width() -> int | None:
+    """The width to fit: $COLUMNS, else the terminal's; piped with no $COLUMNS, no limit."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    if sys.stdout is not None and sys.stdout.isatty():
+        import shutil
+
+        return shutil.get_terminal_size().columns
+    return None
+
+
+def _colour() -> bool:
+    return sys.stdout is not None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _ticker() -> Any:
+    from .report.progress import Ticker
+
+    return Ticker(sys.stderr)
+
+
+def _show(table: Any, fmt: str, doc: Any = None) -> str:
+    """A table model in the asked format (json: `doc`, the verb's own document)."""
+    from .report.table import render_csv, render_markdown, render_text
+
+    if fmt == "json":
+        import json
+
+        return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    if fmt == "csv":
+        return str(render_csv(table))
+    if fmt == "markdown":
+        return str(render_markdown(table))
+    return str(render_text(table, _width(), _colour()))
+
+
+def _file_out(raw: str) -> Path:
+    """--out of a verb that writes one file: a name ending in / is a directory, not a file name."""
+    if raw.endswith(("/", os.sep)):
+        raise KernelscopeError(f"--out {raw}: names a directory; --out takes the file to write (e.g. "
+                               f"{raw}report.html)")
+    return Path(raw)
+
+
+def _analyze_request(a: argparse.Namespace) -> Any:
     from .app import AnalyzeRequest
 
     return AnalyzeRequest(tuple(Path(p) for p in a.inputs), kernel=a.kernel, hw=a.hw,
@@ -45,38 +137,42 @@ def _analyze_request(a: argparse.Namespace) -> object:
                           achievable=Path(a.achievable) if getattr(a, "achievable", None) else None)
 
 
-def _print_analysis(an: object, fmt: str | None) -> None:
-    from rich.console import Console
-
-    from .app import Analysis
-    from .report.terminal import render
+def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
+    from .report import markdown, terminal
     from .report.writers import to_csv, to_json
 
-    assert isinstance(an, Analysis)
     if fmt == "json":
-        sys.stdout.write(to_json(an.items, an.context()))
-    elif fmt == "csv":
-        sys.stdout.write(to_csv(an.items))
-    else:
-        render(an.items, Console(), f"{len(an.items)} launch(es), ceilings {an.ceilings.origin}")
+        return str(to_json(an.items, an.context()))
+    if fmt == "csv":
+        return str(to_csv(an.items))
+    if fmt == "markdown":
+        return markdown.analysis(an.items, an.headline(), an.labels(), per_launch)
+    return terminal.render(an.items, an.headline(), an.labels(), _width(), _colour(), details, per_launch)
 
 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
 
-    an = app.analyze(_analyze_request(a))  # type: ignore[arg-type]
-    if a.out:
-        say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out))))
-    if a.format or not a.out:
-        _print_analysis(an, a.format)
+    with _ticker() as tick:
+        an = app.analyze(_analyze_request(a), tick.step)
+    if a.out_dir:
+        say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out_dir))))
+    if a.format or not a.out_dir:
+        emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
     return 0
+
+
+def _output(a: argparse.Namespace) -> Any:
+    from .app import Output
+
+    return Output(a.title, a.per_launch, Path(a.campaign_config) if getattr(a, "campaign_config", None) else None)
 
 
 def cmd_report(a: argparse.Namespace) -> int:
     from . import app
 
-    out = app.report(_analyze_request(a), Path(a.out), a.title,  # type: ignore[arg-type]
-                     Path(a.campaign_config) if a.campaign_config else None)
+    with _ticker() as tick:
+        out = app.report(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
     say(f"wrote {out}")
     return 0
 
@@ -84,7 +180,9 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_roofline(a: argparse.Namespace) -> int:
     from . import app
 
-    say(f"wrote {app.roofline(_analyze_request(a), Path(a.out), a.title)}")  # type: ignore[arg-type]
+    with _ticker() as tick:
+        out = app.roofline(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    say(f"wrote {out}")
     return 0
 
 
@@ -93,19 +191,25 @@ def cmd_campaign(a: argparse.Namespace) -> int:
 
     root = Path(a.root)
     if a.campaign_command == "import-ncu":
-        say(f"wrote {app.campaign_import(root, a.campaign, a.cell_id, [Path(p) for p in a.bundle or []], a.hw)}")
+        inputs = [Path(p) for p in [*a.inputs, *(a.bundle or [])]]
+        say(f"wrote {app.campaign_import(root, a.campaign, a.cell_id, inputs, a.hw)}")
     elif a.campaign_command == "check":
+        from .report.listing import check_table
+
         n, failures, notes = app.campaign_check(root, a.campaign)
-        for line in failures:
-            print(f"FAIL: {line}")
-        for line in notes:
-            print(f"note: {line}")
-        print(f"{n} cell(s), {len(failures)} failure(s)")
+        if a.format in (None, "table"):
+            emit("".join(f"FAIL: {x}\n" for x in failures) + "".join(f"note: {x}\n" for x in notes)
+                 + f"{n} cell(s), {len(failures)} failure(s)\n")
+        else:
+            emit(_show(check_table(n, failures, notes), a.format,
+                       {"cells": n, "passed": not failures, "failures": failures, "notes": notes}))
         return 1 if failures and a.strict else 0
     elif a.campaign_command == "export":
         say(f"wrote {app.campaign_export(root, a.campaign, Path(a.parquet))}")
     else:
-        say(f"wrote {app.campaign_render(root, a.campaign, Path(a.out) if a.out else None)}")
+        with _ticker() as tick:
+            out = app.campaign_render(root, a.campaign, _file_out(a.out) if a.out else None, tick.step)
+        say(f"wrote {out}")
     return 0
 
 
@@ -117,39 +221,30 @@ def cmd_kernel_internals(a: argparse.Namespace) -> int:
 
 
 def cmd_join(a: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from . import app
     from .report import join
 
-    rows = app.join(Path(a.ncu), Path(a.nsys) if a.nsys else None, Path(a.zymtrace) if a.zymtrace else None, a.hw)
-    if a.format == "csv":
-        sys.stdout.write(join.to_csv(rows))
-    elif a.format == "markdown":
-        sys.stdout.write(join.to_markdown(rows))
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table(*join.HEADER)
-        for r in rows:
-            t.add_row(*join.cells(r))
-        Console().print(t)
+    with _ticker() as tick:
+        rows = app.join([Path(p) for p in a.ncu], Path(a.nsys) if a.nsys else None,
+                        Path(a.zymtrace) if a.zymtrace else None, a.hw, tick.step)
+    emit(_show(join.table(rows), a.format, [asdict(r) for r in rows]))
     return 0
 
 
 def cmd_diff(a: argparse.Namespace) -> int:
     from . import app
+    from .report import diff
 
-    result = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch)
-    mark = ("MISMATCH " + "; ".join(result.mismatches)) if result.mismatches else ""
-    print("kernel\tfigure\tbaseline\tcandidate\tchange %" + ("\tcontext" if mark else ""))
-
-    def f(v: float | None) -> str:
-        return "—" if v is None else f"{v:.4g}"
-
-    for r in result.rows:
-        print(f"{r.kernel}\t{r.figure}\t{f(r.baseline)}\t{f(r.candidate)}\t{f(r.change_pct)}"
-              + (f"\t{mark}" if mark else ""))
-    return 0
+    with _ticker() as tick:
+        cmp = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch, a.fail_on or (), tick.step)
+    title = f"diff: baseline {Path(a.baseline).name} → candidate {Path(a.candidate).name}"
+    if a.format == "csv":
+        emit(diff.to_csv(cmp))
+    else:
+        emit(_show(diff.table(cmp, title), a.format, diff.document(cmp, a.baseline, a.candidate)))
+    return 1 if cmp.failed else 0
 
 
 def _kernels(a: argparse.Namespace) -> tuple[str, ...]:
@@ -188,8 +283,7 @@ def _print_capture(result: object) -> int:
         an = result.analytic
         say(f"analytic work of {an.describe}: {an.flops or 'unknown'} FLOP, {an.bytes or 'unknown'} bytes per call")
     if result.dry_run is not None:
-        for line in result.dry_run:
-            print(line)
+        emit("".join(line + "\n" for line in result.dry_run))
         return 0
     assert result.manifest is not None
     for c in result.manifest.failed:
@@ -220,14 +314,25 @@ def cmd_launch(a: argparse.Namespace) -> int:
     from . import app
 
     argv = app.launch(a.target, a.port, a.ncu, dry_run=a.dry_run)
-    print(shlex.join(argv))
+    emit(shlex.join(argv) + "\n")
     return 0
 
 
 def cmd_measure(a: argparse.Namespace) -> int:
     from . import app
 
-    sys.stdout.write(app.ceilings_measure(Path(a.out), a.hw))
+    emit(app.ceilings_measure(_file_out(a.out), a.hw))
+    return 0
+
+
+def cmd_ceilings_list(a: argparse.Namespace) -> int:
+    from .ceilings import load
+    from .report.listing import ceilings_table
+
+    cf = load(Path(a.ceilings) if a.ceilings else None)
+    table = ceilings_table(cf)
+    emit(_show(table, a.format, {"origin": cf.origin, "ceilings": [dict(zip([c.key for c in table.cols], row,
+                                                                              strict=True)) for row in table.rows]}))
     return 0
 
 
@@ -290,28 +395,48 @@ def _k8s_capture(a: argparse.Namespace) -> int:
     for line in result.failed:
         say(f"not captured: {line}")
     say(f"bundle written to {result.out}; the sister is removed")
-    an = app.analyze(app.AnalyzeRequest((Path(a.out),)))
-    _print_analysis(an, None)
+    emit(_analysis_text(app.analyze(app.AnalyzeRequest((Path(a.out),))), "table"))
     return 1 if result.failed else 0
 
 
 # -- the parser ----------------------------------------------------------------------------------
-def _sub(sub: argparse._SubParsersAction[T.Parser], name: str, help_text: str,
-         handler: Handler) -> argparse.ArgumentParser:
-    p = sub.add_parser(name, help=help_text.replace("%", "%%"), description=help_text,
-                       epilog=f"example: {EXAMPLES.get(name, '')}" if name in EXAMPLES else None)
-    p.set_defaults(func=handler)
+def _epilog(name: str, extra: str = "") -> str:
+    return f"example:\n  {EXAMPLES[name]}" + (f"\n\n{extra}" if extra else "")
+
+
+def _sub(sub: argparse._SubParsersAction[Any], name: str, help_text: str,
+         handler: Handler | None, path: str = "", extra: str = "") -> argparse.ArgumentParser:
+    """A verb (or a verb's sub-verb, `path` naming its parent) with its example in the help."""
+    full = f"{path} {name}".strip()
+    p: argparse.ArgumentParser = sub.add_parser(
+        name, help=help_text.replace("%", "%%"), description=help_text, epilog=_epilog(full, extra),
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    if handler is not None:
+        p.set_defaults(func=handler)
     return p
 
 
-def _inputs(p: argparse.ArgumentParser, title: bool = True) -> None:
+def _format(p: argparse.ArgumentParser, extra: str = "") -> None:
+    p.add_argument("--format", choices=FORMATS,
+                   help="table (default: fitted to the terminal, plain text when piped), json, csv, or markdown "
+                        "(for PR comments)" + extra)
+
+
+def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", type=T.path,
                    help=".ncu-rep, ncu CSV export (raw or details page), or a bundle dir")
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
-    p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm)")
+    p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm; see "
+                                "`kernelscope ceilings list`)")
     p.add_argument("--ceilings", type=T.path, help="a ceilings YAML file replacing the packaged datasheet one")
-    if title:
-        p.add_argument("--title")
+    p.add_argument("--per-launch", action="store_true",
+                   help="one row (and point) per launch instead of one per kernel")
+
+
+def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
+    _inputs(p)
+    p.add_argument("--title", help="title (default: device, model and metric set from the context)")
+    p.add_argument("--out", required=True, type=T.path, help=what)
 
 
 def _capture_options(p: argparse.ArgumentParser) -> None:
@@ -323,7 +448,7 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
                    help="add-on to --set roofline: " + "; ".join(f"{n}: {x.what}" for n, x in ADDONS.items()))
     p.add_argument("--context", action="append", metavar="KEY=VALUE",
                    help="context recorded in the bundle, e.g. model=llama-3-8b (repeatable)")
-    p.add_argument("--out", required=True, type=T.path, help="bundle directory to create")
+    p.add_argument("--out", required=True, type=T.path, help="the bundle directory to create")
 
 
 def _local_capture_options(p: argparse.ArgumentParser) -> None:
@@ -346,47 +471,54 @@ def _window(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     from .capture.harness import add_op_arguments
 
-    p = T.Parser(prog="kernelscope", description=__doc__,
+    p = T.Parser(prog="kernelscope", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"kernelscope {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="VERB")
 
     a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze)
-    _inputs(a, title=False)
+    _inputs(a)
     a.add_argument("--achievable", type=T.path,
                    help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
-    a.add_argument("--format", choices=("table", "json", "csv"), help="what to print (default: table)")
-    a.add_argument("--out", type=T.path, help="directory to write kernels.json and kernels.csv into")
+    _format(a, "; json and csv hold every launch with every figure")
+    a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
+    a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
 
     r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
-    _inputs(r)
-    r.add_argument("--out", required=True, type=T.path, help="report.html")
+    _figure_options(r, "the HTML file to write (e.g. report.html)")
     r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
 
-    ro = _sub(sub, "roofline", "static roofline plot (.png or .svg)", cmd_roofline)
-    _inputs(ro)
-    ro.add_argument("--out", required=True, type=T.path, help="roofline.png or roofline.svg")
+    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline)
+    _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
 
     _campaign_parser(sub)
-    bu = _sub(sub, "bundle", "bundle tools", lambda _: 2)
-    ki = bu.add_subparsers(dest="bundle_command", required=True).add_parser(
-        "kernel-internals", help="write kernel_internals into inference_perfbench_v1.json")
-    ki.add_argument("--bundle", required=True, type=T.path)
-    ki.add_argument("--hw")
-    ki.set_defaults(func=cmd_kernel_internals)
+    bu = _sub(sub, "bundle", "bundle tools", None)
+    ki = _sub(bu.add_subparsers(dest="bundle_command", required=True), "kernel-internals",
+              "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals, "bundle")
+    ki.add_argument("--bundle", required=True, type=T.path, help="the bundle directory")
+    ki.add_argument("--hw", help="ceilings key to use instead of the report's device")
 
     jo = _sub(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join)
-    jo.add_argument("--ncu", required=True, type=T.path, help="bundle or report")
+    jo.add_argument("--ncu", required=True, action="append", type=T.path, help="bundle or report (repeat for several)")
     jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output")
     jo.add_argument("--zymtrace", type=T.path, help="CSV of sample shares: name, share %%")
-    jo.add_argument("--hw")
-    jo.add_argument("--format", choices=("table", "csv", "markdown"), default="table")
+    jo.add_argument("--hw", help="ceilings key to use instead of the report's device")
+    _format(jo)
 
-    di = _sub(sub, "diff", "compare two bundles kernel by kernel (same context only)", cmd_diff)
-    di.add_argument("baseline", type=T.path, help="bundle or report: the baseline")
-    di.add_argument("candidate", type=T.path, help="bundle or report: the candidate")
-    di.add_argument("--allow-mismatch", action="store_true", help="compare even when device/set/shapes/model differ")
-    di.add_argument("--hw")
+    di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
+              extra="Kernels are matched by name (launches of a kernel together: mean time per launch). Columns\n"
+                    "show the figures that moved by 1 % or more. Inputs of any kind (bundle, .ncu-rep, CSV) are\n"
+                    "compared only when device, metric set, measured figures, shapes and model agree.\n"
+                    + GATE_EXIT)
+    di.add_argument("baseline", type=T.path, help="bundle, .ncu-rep or CSV export: the baseline")
+    di.add_argument("candidate", type=T.path, help="bundle, .ncu-rep or CSV export: the candidate")
+    di.add_argument("--fail-on", action="append", metavar="GATE",
+                    help="FIGURE OP LIMIT[%%], repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
+                         "launch fails) or 'pct_sol<-3' (%%SoL down more than 3 points); exit 1 if any fails")
+    di.add_argument("--allow-mismatch", action="store_true",
+                    help="compare even when device/metric set/measured figures/shapes/model differ")
+    di.add_argument("--hw", help="ceilings key to use instead of the reports' device")
+    _format(di, "; csv: one row per kernel and figure")
 
     _k8s_parser(sub)
 
@@ -397,10 +529,14 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help="allow a --launch-count above the local limit")
     c.add_argument("--clock-control", default="none", choices=("none", "base"),
                    help="none (default): the clocks serving runs at; base: ncu's locked base clocks")
-    c.add_argument("--target-processes", default="all", choices=("all", "application-only"))
-    c.add_argument("--replay-mode", default="kernel", choices=("kernel", "application"))
-    c.add_argument("--graph-profiling", default="node", choices=("node", "graph"))
-    c.add_argument("--profile-from-start", default="on", choices=("on", "off"))
+    c.add_argument("--target-processes", default="all", choices=("all", "application-only"),
+                   help="all (default): follow child processes too, as ncu's --target-processes")
+    c.add_argument("--replay-mode", default="kernel", choices=("kernel", "application"),
+                   help="kernel (default): replay each kernel; application: rerun the program per pass")
+    c.add_argument("--graph-profiling", default="node", choices=("node", "graph"),
+                   help="node (default): CUDA graph kernels one by one; graph: a whole graph as one workload")
+    c.add_argument("--profile-from-start", default="on", choices=("on", "off"),
+                   help="off: profile only between cudaProfilerStart/Stop (default on)")
     _local_capture_options(c)
 
     o = _sub(sub, "op", "single-op harness + capture of its main kernel", cmd_op)
@@ -411,53 +547,59 @@ def parser() -> argparse.ArgumentParser:
     la = _sub(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
               cmd_launch)
     la.add_argument("--port", type=T.port, help="base port (ncu default 49152)")
-    la.add_argument("--ncu", type=T.path)
+    la.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH)")
     la.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")
 
-    ce = _sub(sub, "ceilings", "ceilings files", lambda _: 2)
-    m = ce.add_subparsers(dest="ceilings_command", required=True).add_parser(
-        "measure", help="measure achievable copy bandwidth and matmul peaks on this GPU")
-    m.add_argument("--out", default="measured-ceilings.yaml", type=T.path)
+    ce = _sub(sub, "ceilings", "the speed-of-light ceilings: list them, or measure this GPU's", None)
+    ce_sub = ce.add_subparsers(dest="ceilings_command", required=True)
+    ls = _sub(ce_sub, "list", "every ceiling key with its value, unit, devices and source", cmd_ceilings_list,
+              "ceilings")
+    ls.add_argument("--ceilings", type=T.path, help="a ceilings YAML file (default: the packaged datasheet one)")
+    _format(ls)
+    m = _sub(ce_sub, "measure", "measure achievable copy bandwidth and matmul peaks on this GPU (needs torch)",
+             cmd_measure, "ceilings")
+    m.add_argument("--out", default="measured-ceilings.yaml", type=T.path, help="the YAML file to write")
     m.add_argument("--hw", help="key for the measured entry (default: from the GPU name)")
-    m.set_defaults(func=cmd_measure)
     return p
 
 
-def _campaign_parser(sub: argparse._SubParsersAction[T.Parser]) -> None:
-    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", cmd_campaign)
+def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", None)
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
-    for name, text in (("import-ncu", "import a bundle/.ncu-rep/CSV as a cell (idempotent)"),
-                       ("render", "the campaign's HTML report"), ("check", "gates; --strict exits 1 on failure"),
-                       ("export", "one kernels table as Parquet")):
-        sp = cp_sub.add_parser(name, help=text)
-        sp.add_argument("--campaign", required=True)
+    for name, text in (("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)"),
+                       ("render", "the campaign's HTML report, with a cell column"),
+                       ("check", "gates; --strict exits 1 on failure"), ("export", "one kernels table as Parquet")):
+        sp = _sub(cp_sub, name, text, cmd_campaign, "campaign", GATE_EXIT if name == "check" else "")
+        sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
         sp.add_argument("--root", default="campaigns", type=T.path,
                         help="directory holding campaigns (default ./campaigns)")
-        sp.set_defaults(func=cmd_campaign)
         if name == "import-ncu":
-            sp.add_argument("--cell-id", required=True)
-            sp.add_argument("--bundle", action="append", type=T.path,
-                            help="bundle dir, .ncu-rep or CSV export (repeatable)")
-            sp.add_argument("--hw")
+            sp.add_argument("inputs", nargs="*", type=T.path, help="bundle dirs, .ncu-rep reports or CSV exports")
+            sp.add_argument("--cell-id", required=True, help="the cell's name (letters, digits, . _ -)")
+            sp.add_argument("--bundle", action="append", type=T.path, help="an input, as a positional one (repeatable)")
+            sp.add_argument("--hw", help="ceilings key to use instead of the report's device")
         elif name == "render":
-            sp.add_argument("--out", type=T.path, help="default: <root>/<campaign>/report.html")
+            sp.add_argument("--out", type=T.path,
+                            help="the HTML file to write (default: <root>/<campaign>/report.html)")
         elif name == "check":
-            sp.add_argument("--strict", action="store_true")
+            sp.add_argument("--strict", action="store_true", help="exit 1 when a gate fails")
+            _format(sp)
         else:
-            sp.add_argument("--parquet", required=True, type=T.path, help="output directory")
+            sp.add_argument("--parquet", required=True, type=T.path,
+                            help="directory to write <campaign>-kernels.parquet into")
 
 
-def _k8s_parser(sub: argparse._SubParsersAction[T.Parser]) -> None:
+def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
     from .k8s.sister import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
-    k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", cmd_k8s)
+    k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None)
     k8_sub = k8.add_subparsers(dest="k8s_command", required=True)
     for name, text in (("inspect", "which strategy is possible, what the run needs, and why"),
                        ("capture", "plan, then run: sister -> capture -> copy out -> cleanup"),
                        ("cleanup", "remove kernelscope sisters: one release, the expired ones, or all of ours")):
-        kp = k8_sub.add_parser(name, help=text, description=text)
-        kp.set_defaults(func=cmd_k8s)
-        kp.add_argument("-n", "--namespace", default="default")
+        kp = _sub(k8_sub, name, text, cmd_k8s, "k8s",
+                  "exit codes: 0 a strategy is possible, 1 blocked, 2 an error" if name == "inspect" else "")
+        kp.add_argument("-n", "--namespace", default="default", help="the Kubernetes namespace (default: default)")
         kp.add_argument("--timeout", type=T.seconds, default=600.0, help="seconds for every wait (default 600)")
         if name == "cleanup":
             kp.add_argument("--release", help="one sister release (refused unless kernelscope made it)")
@@ -485,7 +627,8 @@ def _k8s_parser(sub: argparse._SubParsersAction[T.Parser]) -> None:
                             help="one sister per kernel (a model load each) instead of one filter covering all")
             kp.add_argument("--warmup-requests", type=T.count, default=0,
                             help="OpenAI-style requests sent to the sister itself once Ready, so the kernels run")
-            kp.add_argument("--warmup-path", default="/v1/completions")
+            kp.add_argument("--warmup-path", default="/v1/completions",
+                            help="the path warm-up requests go to (default /v1/completions)")
             kp.add_argument("--warmup-port", type=T.port,
                             help="the server's port (default: its --port or containerPort)")
             kp.add_argument("--warmup-body", help="JSON body (default: a short completion for the served model)")
@@ -513,6 +656,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kernelscope: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`kernelscope --help | head -1`): not an error
+        _silence_stdout()
+        return 0
     except Interrupted as exc:  # SIGTERM/SIGHUP (or SIGINT during a k8s capture), after cleanup
         print(f"kernelscope: stopped by {exc}", file=sys.stderr)
         return 128 + exc.signum

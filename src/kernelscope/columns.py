@@ -169,6 +169,7 @@ PLACED: tuple[Column, ...] = (
 )
 COLUMNS: tuple[Column, ...] = RECORD + PLACED
 BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}
+_OF_RECORD = frozenset(c.name for c in RECORD)
 UNITS: dict[str, str] = {c.name: c.unit for c in COLUMNS if c.unit}
 
 # inference_perfbench_v1 `kernel_internals.per_kernel.<name>` keys -> our column names
@@ -190,6 +191,11 @@ PERFBENCH_V1: dict[str, str] = {
 def kernel_object(a: Assessment) -> dict[str, Any]:
     """The JSON kernel object: every column, nulls where unmeasured."""
     return _finite({**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}})
+
+
+def value(a: Assessment, name: str) -> Any:
+    """One column of one launch: what kernel_object(a)[name] holds, without building the rest."""
+    return BY_NAME[name].get(a.record if name in _OF_RECORD else a)
 
 
 def record_object(rec: KernelRecord) -> dict[str, Any]:

@@ -19,6 +19,7 @@ BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain 
 class FrontierItem:
     score: float  # gain x (0.25 + time share) / cost: a big kernel's lever first, a cheap one before a dear one
     kernel: str
+    source: str  # the report it came from: two reports may hold kernels of one name
     time_share_pct: float | None  # None: the kernel is absent from the joined profile
     share_basis: str  # what the share is of
     launches: int
@@ -39,20 +40,19 @@ def frontier(items: Sequence[Assessment], weights: Mapping[str, float] | None = 
     unit, since shares are taken over the kernels present here."""
     groups = group(items)
     if weights is None:
-        own = {g.name: g.total_ns or 0.0 for g in groups}
-        total = sum(own.values()) or 1.0
-        shares: dict[str, float | None] = {n: v / total for n, v in own.items()}
+        total = sum(g.total_ns or 0.0 for g in groups) or 1.0
+        shares: list[float | None] = [(g.total_ns or 0.0) / total for g in groups]
     else:
         total = sum(weights.get(g.name, 0.0) for g in groups) or 1.0
-        shares = {g.name: (weights[g.name] / total if g.name in weights else None) for g in groups}
+        shares = [weights[g.name] / total if g.name in weights else None for g in groups]
     rows = []
-    for g in groups:
-        share = shares[g.name]
+    for g, share in zip(groups, shares, strict=True):
         what = (f"ncu: {len(g.launches)} launch{'es' if len(g.launches) > 1 else ''} of this kernel over all "
                 "captured launches" if weights is None else basis if share is not None else f"absent from the {basis}")
         for lv in g.representative.next_levers:
             rows.append(FrontierItem(
-                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, g.name, None if share is None else 100 * share,
+                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, g.name, g.source,
+                None if share is None else 100 * share,
                 what, len(g.launches), g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
                 lv.gain, lv.cost, lv.unlock_x))
     return sorted(rows, key=lambda r: -r.score)

@@ -3,13 +3,24 @@ the bundles' manifests and the campaign config when they know it, and says "unkn
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
+from .. import redact
 from ..manifest import BundleManifest
 
 UNKNOWN = "unknown"
 FIELDS = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload", "capture")
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """A recorded command as a reader needs it: the program by name, not this machine's path to it
+    (`/opt/venv/bin/python3` -> `python3`), secret values masked."""
+    if not argv:
+        return ""
+    return shlex.join([PurePath(argv[0]).name, *redact.argv(list(argv[1:]))])
 
 
 def capture_line(m: BundleManifest) -> str:
@@ -50,7 +61,7 @@ def header(manifests: Iterable[BundleManifest], campaign: Mapping[str, Any] | No
     if out["capture"] == UNKNOWN and found:
         out["capture"] = " | ".join(capture_line(m) for m in found)
     if out["workload"] == UNKNOWN:
-        commands = [" ".join(m.target) for m in found if m.target]
+        commands = [shown_command(m.target) for m in found if m.target]
         if commands:
             out["workload"] = " | ".join(commands)
     out.update({k: str(v) for k, v in extra.items()})

@@ -1,71 +1,224 @@
-"""Compare two bundles kernel by kernel, only when their contexts match (or the user says
---allow-mismatch, which then marks every row)."""
+"""Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are matched by identity
+(the kernel name; the n-th kernel of a name in one with the n-th in the other), each side's launches
+of a kernel together: time is the mean per launch, the other figures are the longest launch's (the
+launch whose verdict stands for the kernel). A comparison means something only when both sides were
+captured alike: the same device, metric set, measured figures, shapes and model (`mismatches`)."""
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.groups import KernelGroup
+from ..columns import value
 from ..manifest import BundleManifest
 from ..model import Assessment
+from . import kernels
+from .gates import Change, Gate
+from .style import BOUND_ANSI
+from .table import NAME, Col, Table
 
-# context that must agree for a comparison to mean anything
-CONTEXT_FIELDS = ("device", "metric_set", "shapes", "model")
+CONTEXT_FIELDS = ("device", "metric_set", "unmeasured", "shapes", "model")
+MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline
+# (column-spec name, label, scale, format): the figures compared, time first
+FIGURES: tuple[tuple[str, str, float, str], ...] = (
+    ("duration_ns", "time", 1e-3, ".1f"), ("pct_sol", "SoL", 1.0, ".0f"), ("achieved_tflops", "", 1.0, ".1f"),
+    ("achieved_dram_tbps", "", 1.0, ".2f"), ("arithmetic_intensity", "AI", 1.0, ".1f"),
+    ("achieved_occupancy_pct", "occ", 1.0, ".0f"), ("sm_busy_pct", "SM busy", 1.0, ".0f"),
+    ("registers_per_thread", "regs", 1.0, ".0f"),
+)
 
 
 def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dict[str, Any]:
-    if m is None:
-        return {"device": items[0].record.device if items else None, "metric_set": "unknown",
-                "shapes": "unknown", "model": "unknown"}
-    return {
-        "device": m.gpu.name or (items[0].record.device if items else None),
-        "metric_set": "+".join([m.metric_set, *m.addons]),
-        "shapes": (m.analytic.describe if m.analytic else None) or " ".join(m.target) or "unknown",
-        "model": m.context.get("model") or "unknown",
+    """What must agree between the two sides, for a bundle or a bare report alike: a bare report
+    has no manifest, but which figures it could not measure says what its capture collected."""
+    everywhere = set.intersection(*(set(a.record.unmeasured) for a in items)) if items else set()
+    ctx: dict[str, Any] = {
+        "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
+        "metric_set": "unknown", "unmeasured": ", ".join(sorted(everywhere)) or "none",
+        "shapes": "unknown", "model": "unknown",
     }
+    if m is not None:
+        ctx.update(metric_set="+".join([m.metric_set, *m.addons]),
+                   shapes=(m.analytic.describe if m.analytic else None) or " ".join(m.target) or "unknown",
+                   model=m.context.get("model") or "unknown")
+    return ctx
+
+
+def _lacks(side: str, names: set[str]) -> str:
+    shown = sorted(names)
+    return f"the {side} lacks {', '.join(shown[:6])}{f' (+{len(shown) - 6} more)' if len(shown) > 6 else ''}"
 
 
 def mismatches(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    return [f"{k}: {a[k]!r} vs {b[k]!r}" for k in CONTEXT_FIELDS if a[k] != b[k]]
+    out = []
+    for k in CONTEXT_FIELDS:
+        if a[k] == b[k]:
+            continue
+        if k == "unmeasured":  # captured with different counters: say which figures each side lacks
+            x, y = (set() if v == "none" else set(v.split(", ")) for v in (a[k], b[k]))
+            out.append("measured figures differ: " + "; ".join(
+                _lacks(side, d) for side, d in (("baseline", x - y), ("candidate", y - x)) if d))
+        else:
+            out.append(f"{k}: {a[k]!r} vs {b[k]!r}")
+    return out
+
+
+def figure(g: KernelGroup | None, name: str) -> float | None:
+    if g is None:
+        return None
+    return g.mean_ns if name == "duration_ns" else value(g.representative, name)
 
 
 @dataclass(frozen=True)
-class DiffRow:
-    kernel: str
-    figure: str
-    baseline: float | None
-    candidate: float | None
+class KernelDiff:
+    rank: int
+    name: str
+    base: KernelGroup | None
+    cand: KernelGroup | None
+    changes: Mapping[str, Change]
+    failed: tuple[str, ...]  # the gates this kernel failed
+    unevaluated: tuple[str, ...]  # gates that could not be evaluated (a side unmeasured)
+
+    def moved(self, name: str) -> bool:
+        pct = self.changes[name].pct
+        return pct is not None and abs(pct) >= MOVED_PCT
 
     @property
-    def change_pct(self) -> float | None:
-        if self.baseline in (None, 0) or self.candidate is None:
-            return None
-        return 100.0 * (self.candidate - self.baseline) / self.baseline
+    def status(self) -> str:
+        if self.cand is None:
+            return "only in baseline"
+        if self.base is None:
+            return "only in candidate"
+        if self.failed:
+            return "FAIL"
+        moved = any(self.moved(n) for n in self.changes)
+        return "moved" if moved or self.base.representative.bound != self.cand.representative.bound else "same"
 
 
-def _figures(a: Assessment) -> dict[str, float | None]:
-    r = a.record
-    figs: dict[str, float | None] = {
-        "duration_us": None if r.duration_ns is None else r.duration_ns / 1e3, "achieved_tflops": r.achieved_tflops,
-        "pct_sol_compute": a.pct_sol_compute, "pct_sol_memory": a.pct_sol_memory,
-        "achieved_occupancy_pct": r.achieved_occupancy_pct,
-    }
-    for reason, share in list((r.warp_stalls or {}).items())[:3]:
-        figs[f"stall_{reason}_pct"] = share
-    return figs
+@dataclass(frozen=True)
+class Comparison:
+    kernels: tuple[KernelDiff, ...]
+    gates: tuple[Gate, ...]
+    mismatches: tuple[str, ...]
+
+    @property
+    def failed(self) -> list[KernelDiff]:
+        return [k for k in self.kernels if k.failed]
 
 
-def diff(base: Sequence[Assessment], cand: Sequence[Assessment]) -> list[DiffRow]:
-    """Kernels matched by name, in the baseline's order (the n-th launch of a name with the n-th)."""
+def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Sequence[Gate] = (),
+            context_mismatches: Sequence[str] = ()) -> Comparison:
+    names = [f[0] for f in FIGURES] + [g.figure for g in gates if g.figure not in {f[0] for f in FIGURES}]
+    left = [r.group for r in kernels.ranked(base)]
+    right = [r.group for r in kernels.ranked(cand)]
+    pending: dict[str, list[KernelGroup]] = {}
+    for g in right:
+        pending.setdefault(g.name, []).append(g)
+    pairs: list[tuple[KernelGroup | None, KernelGroup | None]] = [
+        (g, pending[g.name].pop(0) if pending.get(g.name) else None) for g in left]
+    pairs += [(None, g) for g in right if any(g is p for p in pending.get(g.name, ()))]
+    out = []
+    for rank, (b, c) in enumerate(pairs, 1):
+        changes = {n: Change(figure(b, n), figure(c, n)) for n in names}
+        verdicts = [(g.text, g.fails(changes[g.figure])) for g in gates] if b and c else []
+        either = b if b is not None else c
+        assert either is not None
+        out.append(KernelDiff(rank, either.name, b, c, changes, tuple(t for t, v in verdicts if v),
+                              tuple(t for t, v in verdicts if v is None)))
+    return Comparison(tuple(out), tuple(gates), tuple(context_mismatches))
+
+
+def _spec(name: str) -> tuple[str, float, str]:
+    for n, label, scale, spec in FIGURES:
+        if n == name:
+            return kernels.heading(label, n, scale), scale, spec
+    return name, 1.0, ".4g"
+
+
+def _change_text(scale: float, spec: str) -> Any:
+    def fmt(c: Change) -> str:
+        b = "—" if c.base is None else format(c.base * scale, spec)
+        a = "—" if c.cand is None else format(c.cand * scale, spec)
+        pct = c.pct
+        return f"{b} → {a}" + ("" if pct is None or math.isinf(pct) else f" ({pct:+.1f} %)")
+    return fmt
+
+
+def _bound(k: KernelDiff) -> str:
+    b = k.base.representative.bound if k.base else "—"
+    c = k.cand.representative.bound if k.cand else "—"
+    return b if b == c else f"{b} → {c}"
+
+
+def summary(cmp: Comparison) -> str:
+    counts: dict[str, int] = {}
+    for k in cmp.kernels:
+        counts[k.status] = counts.get(k.status, 0) + 1
+    parts = [f"{n} {s}" for s, n in counts.items()]
+    if not cmp.gates:
+        return "; ".join(parts) + "; no --fail-on gate"
+    failed = cmp.failed
+    verdict = (f"gate FAILED: {len(failed)} kernel(s) crossed "
+               + ", ".join(sorted({t for k in failed for t in k.failed})) if failed
+               else "gate passed: " + ", ".join(g.text for g in cmp.gates))
+    return "; ".join(parts) + "; " + verdict
+
+
+def table(cmp: Comparison, title: str) -> Table:
+    """One row a kernel; besides time, a column for each figure that moved (>= 1 %) anywhere."""
+    shown = [n for n in cmp.kernels[0].changes if n == "duration_ns" or any(k.moved(n) for k in cmp.kernels)] \
+        if cmp.kernels else []
+    launches = any(k.base and k.cand and len(k.base.launches) != len(k.cand.launches) for k in cmp.kernels)
+    cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
+            Col("status", "status", colour=lambda s: "red" if s == "FAIL" else None)]
+    if launches:
+        cols.append(Col("launches", "launches", drop=5))
+    for i, n in enumerate(shown):
+        head, scale, spec = _spec(n)
+        cols.append(Col(n, head, _change_text(scale, spec), right=True, drop=0 if i == 0 else 10 + i))
+    cols.append(Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.split(" → ")[-1]), drop=3))
     rows = []
-    used: dict[str, int] = {}
-    for a in base:
-        same = [c for c in cand if c.record.name == a.record.name]
-        k = used.get(a.record.name, 0)
-        used[a.record.name] = k + 1
-        b = same[k] if k < len(same) else None
-        fa, fb = _figures(a), (_figures(b) if b else {})
-        for fig in dict.fromkeys([*fa, *fb]):
-            rows.append(DiffRow(a.record.name, fig, fa.get(fig), fb.get(fig)))
-    return rows
+    for k in cmp.kernels:
+        row: list[Any] = [k.rank, k.name, k.status]
+        if launches:
+            row.append(f"{len(k.base.launches) if k.base else 0} → {len(k.cand.launches) if k.cand else 0}")
+        row += [k.changes[n] for n in shown] + [_bound(k)]
+        rows.append(row)
+    notes = [f"context differs (compared anyway, --allow-mismatch): {m}" for m in cmp.mismatches]
+    notes += [f"#{k.rank} {k.name}: {', '.join(k.failed)}" for k in cmp.failed]
+    notes += [f"#{k.rank} {k.name}: not evaluated (unmeasured on a side): {', '.join(k.unevaluated)}"
+              for k in cmp.kernels if k.unevaluated]
+    notes.append(summary(cmp))
+    return Table(tuple(cols), rows, title, tuple(notes))
+
+
+def to_csv(cmp: Comparison) -> str:
+    """Long form, one row a kernel and figure: raw values in the column spec's units."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["kernel", "status", "figure", "baseline", "candidate", "change", "change_pct", "failed_gates"])
+    for k in cmp.kernels:
+        for n, c in k.changes.items():
+            w.writerow([k.name, k.status, n, *("" if v is None else v for v in (c.base, c.cand, c.delta, c.pct)),
+                        " | ".join(g.text for g in cmp.gates if g.figure == n and g.text in k.failed)])
+    return buf.getvalue()
+
+
+def document(cmp: Comparison, baseline: str, candidate: str) -> dict[str, Any]:
+    def num(v: float | None) -> float | None:
+        return None if v is None or math.isinf(v) else v
+
+    return {
+        "baseline": baseline, "candidate": candidate, "context_mismatches": list(cmp.mismatches),
+        "gates": [g.text for g in cmp.gates], "passed": not cmp.failed,
+        "kernels": [{"kernel": k.name, "status": k.status, "failed_gates": list(k.failed),
+                     "launches": [len(k.base.launches) if k.base else 0, len(k.cand.launches) if k.cand else 0],
+                     "figures": {n: {"baseline": c.base, "candidate": c.cand, "change": c.delta,
+                                     "change_pct": num(c.pct)} for n, c in k.changes.items()}}
+                    for k in cmp.kernels],
+    }

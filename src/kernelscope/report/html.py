@@ -1,49 +1,84 @@
 """The HTML report: one self-contained file (inline SVG, CSS and script; nothing fetched at view
-time) with the context header, kernel table, interactive roofline, occupancy, warp-stall chart,
-verdicts and the next-lever frontier."""
+time), ordered by what a reader needs first: the verdict mix and the next levers, then the kernel
+table (one row a kernel, the same ranks as the terminal and the roofline), the full-width roofline
+with hover, warp stalls, each kernel's verdict and, last, the full capture context.
+
+Every string from a report, a ceilings file or a campaign config is escaped on the way in; the
+script only ever sets `textContent`, so no name can become markup or code. Large inputs stay
+small: the table, stall bars and verdicts cover the kernels with the most time, and say how many
+more there are (every kernel is still a point on the roofline, with hover).
+"""
 
 from __future__ import annotations
 
 import html
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from ..analysis.frontier import frontier
-from ..columns import BY_NAME, kernel_object
-from ..model import Assessment
+from .kernels import Ranked, kernel_frontier, total_time
+from .kernels import table as kernel_table
 from .roofline_data import RooflineData
-from .roofline_plot import render
+from .roofline_plot import render_svg
+from .style import BOUND_ANSI, BOUND_COLOUR, stall_colour
+from .table import Table, cell
 
-STALL_COLOURS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f")
+TABLE_ROWS = 1000
+STALL_ROWS = 40
+VERDICTS = 40
+FRONTIER_ROWS = 8
 
-CSS = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.ctx td:first-child{font-weight:600;width:140px}.unknown{color:#999}
-#tip{position:fixed;display:none;background:#fff;border:1px solid #888;padding:6px;font-size:12px;
-box-shadow:2px 2px 6px #0003;pointer-events:none;z-index:9}
-.bar{display:flex;height:16px;width:600px;border:1px solid #ccc}.bar span{display:block;height:100%}
-.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px}
-#roofline g[id^=kernel-] path{pointer-events:all}
-.lever{margin:2px 0 2px 16px;font-size:13px}.small{font-size:12px;color:#555}
-"""
+
+def _css() -> str:
+    bounds = "".join(f".c-{BOUND_ANSI[b]}{{background:{c}26;box-shadow:inset 3px 0 {c}}}"
+                     f".mix .b-{b}{{background:{c}}}" for b, c in BOUND_COLOUR.items())
+    return """
+*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0 auto;padding:16px 24px;color:#222;
+max-width:1600px;font-size:14px;line-height:1.4}
+h1{font-size:20px;margin:0 0 2px}h2{font-size:16px;margin:26px 0 8px;border-bottom:1px solid #ddd}
+.sub{color:#555;margin:0 0 10px}a{color:#1a5fb4}
+table{border-collapse:collapse;font-size:12.5px;width:100%}td,th{border:1px solid #e2e2e2;padding:3px 6px;
+text-align:left;vertical-align:top}th{background:#f4f4f4;position:sticky;top:0;z-index:2}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.name{overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px;min-width:14em}
+.unknown{color:#999}.mix{display:flex;height:22px;border-radius:3px;overflow:hidden;margin:4px 0}
+.mix span,.bar span{display:block;height:100%;color:#fff;font-size:11px;line-height:20px;overflow:hidden;
+white-space:nowrap;text-align:center}.bar{display:flex;height:20px;border:1px solid #ccc;min-width:300px}
+#tip{position:fixed;display:none;background:#fff;border:1px solid #888;padding:6px 8px;font-size:12px;
+white-space:pre-line;box-shadow:2px 2px 6px #0003;pointer-events:none;z-index:9;max-width:520px}
+#roofline svg{width:100%;height:auto;display:block}.legend span{display:inline-block;width:10px;height:10px;
+margin:0 4px 0 12px;vertical-align:middle}.legend{font-size:12px}
+details{margin:6px 0;border:1px solid #e6e6e6;border-radius:4px;padding:4px 10px}summary{cursor:pointer}
+.lever{margin:6px 0}.lever b{color:#111}.note{color:#555;font-size:12.5px}
+#frontier td:first-child{white-space:nowrap}#stalls td.name{width:34%}
+""" + bounds
+
 
 SCRIPT = """
 const points = JSON.parse(document.getElementById('points').textContent);
+const svg = document.querySelector('#roofline svg');
 const tip = document.getElementById('tip');
-points.forEach((p, i) => {
-  const g = document.getElementById('kernel-' + i);
-  if (!g) { return; }
-  g.style.cursor = 'pointer';
-  g.addEventListener('mousemove', (e) => {
-    tip.innerHTML = Object.entries(p).map(([k, v]) => '<b>' + k + '</b>: ' + v).join('<br>');
+function nearest(e) {
+  const pt = svg.createSVGPoint(); pt.x = e.clientX; pt.y = e.clientY;
+  const p = pt.matrixTransform(svg.getScreenCTM().inverse());
+  let best = null, bestD = Infinity;
+  for (const q of points) {
+    const dx = q[0] - p.x, dy = q[1] - p.y, d = dx * dx + dy * dy, r = q[2] + 2;
+    if (d <= r * r && d < bestD) { best = q; bestD = d; }
+  }
+  return best;
+}
+if (svg) {
+  svg.addEventListener('mousemove', (e) => {
+    const q = nearest(e);
+    if (!q) { tip.style.display = 'none'; svg.style.cursor = ''; return; }
+    tip.textContent = q[4];
     tip.style.left = (e.clientX + 14) + 'px'; tip.style.top = (e.clientY + 14) + 'px';
-    tip.style.display = 'block';
+    tip.style.display = 'block'; svg.style.cursor = 'pointer';
   });
-  g.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
-});
+  svg.addEventListener('mouseleave', () => { tip.style.display = 'none'; });
+  svg.addEventListener('click', (e) => { const q = nearest(e); if (q) { location.hash = 'k' + q[3]; } });
+}
 """
 
 
@@ -51,8 +86,97 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
-def _n(value: float | None, spec: str) -> str:
-    return "—" if value is None else format(value, spec)
+def _json(value: object) -> str:
+    """JSON that cannot end its <script> element or open a comment."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _table(t: Table, linked: set[int]) -> str:
+    """The kernel table from the shared table model: same columns and order as the terminal."""
+    head = "".join(f"<th class='{'num' if c.right else ''}'>{_e(c.heading)}</th>" for c in t.cols)
+    body = []
+    for row in t.rows:
+        tds = []
+        for c, v in zip(t.cols, row, strict=True):
+            cls = ["num"] if c.right else []
+            if c.elide:
+                cls.append("name")
+            if c.colour and v is not None and (paint := c.colour(v)):
+                cls.append(f"c-{paint}")
+            text = _e(cell(c, v))
+            if c.key == "name" and row[0] in linked:
+                text = f"<a href='#v{row[0]}'>{text}</a>"
+            tds.append(f"<td class='{' '.join(cls)}'>{text}</td>")
+        body.append(f"<tr id='k{row[0]}'>{''.join(tds)}</tr>")
+    return f"<table id='kernels'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _mix(rows: Sequence[Ranked]) -> str:
+    """Share of kernel time by verdict, as one labelled bar."""
+    total = total_time(rows)
+    by: dict[str, float] = {}
+    for r in rows:
+        by[r.lead.bound] = by.get(r.lead.bound, 0.0) + (r.total_ns or 0.0) / total * 100
+    spans = "".join(f"<span class='b-{_e(b)}' style='width:{v:.2f}%' title='{_e(b)} {v:.1f} %'>"
+                    f"{_e(b) + ' ' if v >= 12 else ''}{v:.0f} %</span>" for b, v in by.items() if v > 0)
+    words = ", ".join(f"{_e(b)} {v:.0f} %" for b, v in sorted(by.items(), key=lambda kv: -kv[1]))
+    return f"<p class='note'>Kernel time by verdict: {words}</p><div class='mix'>{spans}</div>"
+
+
+def _frontier(rows: Sequence[Ranked]) -> str:
+    items = kernel_frontier(rows)
+    if not items:
+        return "<p class='note'>no lever fired for any kernel</p>"
+    trs = "".join(
+        f"<tr><td class='num'>{i}</td><td class='name'><a href='#v{rank}'>#{rank} {_e(f.kernel)}</a></td>"
+        f"<td class='num'>{f.time_share_pct:.0f} %</td><td><b>{_e(f.rule)}</b>: {_e(f.action)}</td>"
+        f"<td>{_e(f.expected)}</td><td>{_e(f.confirm)}</td></tr>"
+        for i, (rank, f) in enumerate(items[:FRONTIER_ROWS], 1))
+    return ("<table id='frontier'><thead><tr><th class='num'>#</th><th>kernel</th><th class='num'>time</th>"
+            f"<th>lever</th><th>expected</th><th>confirm by</th></tr></thead><tbody>{trs}</tbody></table>"
+            f"<p class='note'>{min(FRONTIER_ROWS, len(items))} of {len(items)} levers across kernels, ranked by "
+            "expected gain x share of time / cost</p>")
+
+
+def _stalls(rows: Sequence[Ranked]) -> str:
+    shown = rows[:STALL_ROWS]
+    weight: dict[str, float] = {}
+    for r in shown:
+        for reason, share in (r.lead.record.warp_stalls or {}).items():
+            weight[reason] = weight.get(reason, 0.0) + share
+    colour = {reason: stall_colour(i) for i, reason in enumerate(sorted(weight, key=lambda k: -weight[k]))}
+    trs = []
+    for r in shown:
+        stalls = r.lead.record.warp_stalls
+        name = f"<td class='name'>#{r.rank} {_e(r.lead.record.name)}</td>"
+        if stalls is None:
+            trs.append(f"<tr>{name}<td class='unknown'>not collected (capture with --add stalls or --set full)"
+                       "</td></tr>")
+            continue
+        segs = "".join(
+            f"<span title='{_e(k)} {v:.1f} %' style='width:{v:.2f}%;background:{colour[k]}'>"
+            f"{(_e(k) + ' ') if v >= 28 else ''}{f'{v:.0f} %' if v >= 5 else ''}</span>"
+            for k, v in sorted(stalls.items(), key=lambda kv: -kv[1]) if v > 0)
+        trs.append(f"<tr>{name}<td><div class='bar'>{segs}</div></td></tr>")
+    legend = "".join(f"<span style='background:{c}'></span>{_e(r)}" for r, c in colour.items())
+    more = f" (the {len(shown)} kernels with the most time)" if len(rows) > len(shown) else ""
+    return (f"<p class='legend'>{legend}</p><table id='stalls'>{''.join(trs)}</table><p class='note'>share of "
+            "stalled warp-cycles per reason (smsp__average_warps_issue_stalled_*_per_issue_active), the issuing "
+            f"warp excluded; every reason present is drawn and named{more}</p>")
+
+
+def _verdict(r: Ranked, open_: bool) -> str:
+    a = r.lead
+    rec = a.record
+    limiters = "".join(f"<li>{_e(x)}</li>" for x in a.limiters)
+    levers = "".join(f"<div class='lever'>{k}. <b>{_e(lv.rule)}</b>: {_e(lv.action)}<br>expect: {_e(lv.expected)}; "
+                     f"confirm: {_e(lv.confirm)}</div>" for k, lv in enumerate(a.next_levers, 1))
+    unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(rec.unmeasured))}</p>" if rec.unmeasured else ""
+    roofs = f"ceilings {_e(a.compute_ceiling_key or '—')} and {_e(a.memory_ceiling_key)}"
+    return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>#{r.rank} {_e(rec.name)}</b> — "
+            f"{_e(a.verdict)}</summary><p class='note'>{roofs}; {len(r.group.launches)} launch(es), the longest "
+            f"shown</p><ul>{limiters}</ul>{levers}{unmeasured}</details>")
 
 
 def _context(ctx: Mapping[str, str]) -> str:
@@ -62,104 +186,40 @@ def _context(ctx: Mapping[str, str]) -> str:
     return f"<table class='ctx'>{rows}</table>"
 
 
-# (column, heading, format, scale): the kernel table, by the names of the one column spec
-TABLE: tuple[tuple[str, str, str, float], ...] = (
-    ("name", "kernel", "", 1), ("category", "category", "", 1), ("duration_ns", "time µs", ".1f", 1e-3),
-    ("bound", "bound", "", 1), ("pct_sol_compute", "%SoL compute", ".1f", 1),
-    ("compute_ceiling_key", "compute ceiling", "", 1), ("pct_sol_memory", "%SoL memory", ".1f", 1),
-    ("arithmetic_intensity", "FLOP/B", ".1f", 1), ("achieved_tflops", "TFLOP/s", ".1f", 1),
-    ("achieved_dram_tbps", "TB/s", ".2f", 1), ("sm_busy_pct", "SM busy %", ".0f", 1),
-    ("achieved_occupancy_pct", "occupancy % achieved", ".0f", 1),
-    ("theoretical_occupancy_pct", "occupancy % theoretical", ".0f", 1),
-    ("occupancy_limiter", "limiter", "", 1), ("registers_per_thread", "regs/thread", ".0f", 1),
-    ("shared_mem_per_block_bytes", "smem/block KiB", ".1f", 1 / 1024), ("waves_per_sm", "waves/SM", ".2f", 1),
-)
+@dataclass(frozen=True)
+class Page:
+    title: str
+    subtitle: str  # device, model, metric set, counts: what the figures are of
+    context: Mapping[str, str]  # the full context header (report.context)
+    labels: Mapping[str, str]  # report path -> input name or campaign cell id
+    origin: str = "source"  # what the labels are: "source" or "cell"
 
 
-def _cell(value: object, spec: str, scale: float) -> str:
-    if value is None:
-        return "—"
-    if spec and isinstance(value, (int, float)):
-        return format(value * scale, spec)
-    return _e(value)
-
-
-def _kernel_table(items: Sequence[Assessment]) -> str:
-    total = sum(a.record.duration_ns or 0 for a in items) or 1.0
-    head = "".join(f"<th title='{_e(BY_NAME[c].unit)}'>{_e(h)}</th>" for c, h, _, _ in TABLE)
-    rows = []
-    for i, a in enumerate(items):
-        obj = kernel_object(a)
-        cells = [f"<td class='num'>{i}</td>"]
-        cells += [f"<td class='num'>{_cell(obj[c], f, k)}</td>" if f else f"<td>{_cell(obj[c], f, k)}</td>"
-                  for c, _, f, k in TABLE]
-        cells.insert(4, f"<td class='num'>{100 * (a.record.duration_ns or 0) / total:.1f}</td>")
-        rows.append("<tr class='kernel-row'>" + "".join(cells) + "</tr>")
-    heads = "<th>#</th>" + head
-    heads = heads.replace("<th title='ns'>time µs</th>", "<th title='ns'>time µs</th><th>time %</th>", 1)
-    return ("<table id='kernels'><thead><tr>" + heads + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-
-
-def _stalls(items: Sequence[Assessment]) -> str:
-    reasons: list[str] = []
-    for a in items:
-        for reason in list(a.record.warp_stalls or {})[:6]:
-            if reason not in reasons:
-                reasons.append(reason)
-    reasons = reasons[: len(STALL_COLOURS) - 1]
-    colour = {r: STALL_COLOURS[i] for i, r in enumerate(reasons)}
-    rows = []
-    for a in items:
-        stalls = a.record.warp_stalls
-        if stalls is None:
-            rows.append(f"<tr><td>{_e(a.record.name)}</td><td class='unknown'>stalls not collected "
-                        "(capture with --add stalls or --set full)</td></tr>")
-            continue
-        other = 100.0 - sum(v for k, v in stalls.items() if k in colour)
-        segs = "".join(f"<span title='{_e(k)} {v:.1f} %' style='width:{v:.2f}%;background:{colour[k]}'></span>"
-                       for k, v in stalls.items() if k in colour)
-        segs += f"<span title='other {other:.1f} %' style='width:{max(other, 0):.2f}%;background:#ccc'></span>"
-        rows.append(f"<tr><td>{_e(a.record.name)}</td><td><div class='bar'>{segs}</div></td></tr>")
-    legend = "".join(f"<span style='background:{c}'></span>{_e(r)}" for r, c in colour.items())
-    return (f"<p class='legend small'>{legend}<span style='background:#ccc'></span>other</p>"
-            f"<table id='stalls'>{''.join(rows)}</table><p class='small'>share of stalled warp-cycles per "
-            "reason (smsp__average_warps_issue_stalled_*_per_issue_active), excluding the issuing warp</p>")
-
-
-def _verdicts(items: Sequence[Assessment]) -> str:
-    parts = []
-    for i, a in enumerate(items):
-        r = a.record
-        lines = "".join(f"<li>{_e(x)}</li>" for x in a.limiters)
-        levers = "".join(
-            f"<div class='lever'>{k}. <b>{_e(lv.rule)}</b>: {_e(lv.action)}<br><span class='small'>expect: "
-            f"{_e(lv.expected)}; confirm: {_e(lv.confirm)}</span></div>" for k, lv in enumerate(a.next_levers, 1))
-        unmeasured = f"<p class='small'>unmeasured: {_e(', '.join(r.unmeasured))}</p>" if r.unmeasured else ""
-        parts.append(f"<h3 id='v{i}'>{i}. {_e(r.name)}</h3><p>{_e(a.verdict)} <span class='small'>(ceilings "
-                     f"{_e(a.compute_ceiling_key or '—')}, {_e(a.memory_ceiling_key)})</span></p>"
-                     f"<ul>{lines}</ul>{levers}{unmeasured}")
-    return "".join(parts)
-
-
-def render_html(items: Sequence[Assessment], data: RooflineData, ctx: Mapping[str, str], title: str) -> str:
-    svg = render(data, title, "svg").decode()
-    svg = svg[svg.index("<svg"):]
-    points = json.dumps([p.details for p in data.points]).replace("</", "<\\/")
-    frontier_rows = "".join(
-        f"<tr><td class='num'>{f.score:.2f}</td><td>{_e(f.kernel)}</td><td>{_e(f.rule)}: {_e(f.action)}</td>"
-        f"<td>{_e(f.expected)}</td><td>{_e(f.confirm)}</td></tr>" for f in frontier(items)[:15])
+def render_html(rows: Sequence[Ranked], data: RooflineData, page: Page) -> str:
+    svg, where = render_svg(data, page.title, page.subtitle)
+    hover = [[x, y, rad, p.rank, "\n".join(p.details.values())]
+             for (x, y, rad), p in zip(where, data.points, strict=True)]
+    shown = rows[:TABLE_ROWS]
+    more = ""
+    if len(rows) > len(shown):
+        rest = sum(r.total_ns or 0.0 for r in rows[len(shown):]) / total_time(rows)
+        more = (f"<p class='note'>{len(rows) - len(shown):,} more kernels ({100 * rest:.1f} % of time) are on the "
+                "roofline (hover) and in <code>kernelscope analyze --format csv</code></p>")
+    table = kernel_table(shown, page.labels, page.origin, show_origin=page.origin == "cell" or None)
+    verdicts = "".join(_verdict(r, i < 3) for i, r in enumerate(rows[:VERDICTS]))
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style></head>
-<body><h1>{_e(title)}</h1>
-<h2>Context</h2>{_context(ctx)}
-<h2>Kernels ({len(items)})</h2>{_kernel_table(items)}
-<h2>Roofline</h2><p class="small">hover a marker for its figures; hollow markers: arithmetic intensity
-not measured, placed by SM busy against their family's ceiling</p><div id="roofline">{svg}</div>
-<h2>Warp stalls</h2>{_stalls(items)}
-<h2>Verdicts and next levers</h2>{_verdicts(items)}
-<h2>Next-lever frontier</h2><p class="small">levers of all kernels, ranked by expected gain x time share / cost</p>
-<table id="frontier"><tr><th>score</th><th>kernel</th><th>lever</th><th>expected</th><th>confirm by</th></tr>
-{frontier_rows}</table>
-<div id="tip"></div><script type="application/json" id="points">{points}</script><script>{SCRIPT}</script>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{_e(page.title)}</title><style>{_css()}</style></head>
+<body><h1>{_e(page.title)}</h1><p class="sub">{_e(page.subtitle)} · <a href="#context">full context</a></p>
+{_mix(rows)}
+<h2 id="levers">Next levers</h2>{_frontier(rows)}
+<h2>Kernels ({len(rows):,})</h2>{_table(table, {r.rank for r in rows[:VERDICTS]})}{more}
+<h2>Roofline</h2><p class="note">hover a marker for its figures, click it for its row; numbers are the table's
+#; hollow markers: arithmetic intensity not measured, placed by SM busy against their family's ceiling</p>
+<div id="roofline">{svg}</div>
+<h2>Warp stalls</h2>{_stalls(rows)}
+<h2>Verdicts and next levers per kernel</h2>{verdicts}
+<h2 id="context">Context</h2>{_context(page.context)}
+<div id="tip"></div><script type="application/json" id="points">{_json(hover)}</script><script>{SCRIPT}</script>
 </body></html>
 """

@@ -13,14 +13,18 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ..columns import value
 from ..errors import InputError
 from ..ingest.names import short_name
 from ..ingest.units import parse_number
 from ..model import Assessment
+from . import kernels
+from .table import NAME, ORIGIN, Col, Table
 
 
 def itanium_base(name: str) -> str:
@@ -56,7 +60,10 @@ def base(name: str) -> str:
 
 @dataclass(frozen=True)
 class JoinRow:
+    rank: int
     kernel: str
+    source: str
+    ncu_time_us: float | None  # the profiled launches' summed time
     samples_pct: float | None
     nsys_total_ms: float | None
     dram_pct: float | None
@@ -114,36 +121,33 @@ def _lookup(table: dict[str, float], name: str) -> float | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def join(items: Sequence[Assessment], nsys: dict[str, float], shares: dict[str, float]) -> list[JoinRow]:
+def join(items: Sequence[Assessment], nsys: dict[str, float], shares: dict[str, float],
+         labels: Mapping[str, str] | None = None) -> list[JoinRow]:
+    """One row a kernel (its launches together, ranked by time), whatever report it came from."""
     rows = []
-    for a in items:
+    for r in kernels.ranked(items):
+        a = r.lead
         name = base(a.record.name_full or a.record.name)
-        pct = max((x for x in (a.pct_sol_compute, a.pct_sol_memory) if x is not None), default=None)
-        rows.append(JoinRow(a.record.name, _lookup(shares, name), _lookup(nsys, name), a.record.dram_throughput_pct,
-                            a.record.sm_busy_pct, pct, a.verdict))
+        rows.append(JoinRow(r.rank, a.record.name, (labels or {}).get(a.record.source, a.record.source),
+                            None if r.total_ns is None else r.total_ns / 1e3, _lookup(shares, name),
+                            _lookup(nsys, name), a.record.dram_throughput_pct, a.record.sm_busy_pct,
+                            value(a, "pct_sol"), a.verdict))
     return rows
 
 
-HEADER = ("kernel", "samples %", "nsys total ms", "DRAM %", "SM %", "%SoL", "verdict")
+def table(rows: Sequence[JoinRow], title: str = "") -> Table:
+    def f(spec: str) -> Callable[[Any], str]:
+        return lambda v: format(v, spec)
 
-
-def cells(r: JoinRow) -> list[str]:
-    def f(v: float | None, spec: str) -> str:
-        return "—" if v is None else format(v, spec)
-
-    return [r.kernel, f(r.samples_pct, ".1f"), f(r.nsys_total_ms, ".3f"), f(r.dram_pct, ".0f"),
-            f(r.sm_pct, ".0f"), f(r.pct_sol, ".0f"), r.verdict]
-
-
-def to_markdown(rows: Sequence[JoinRow]) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells(r)) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
-
-
-def to_csv(rows: Sequence[JoinRow]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(HEADER)
-    w.writerows(cells(r) for r in rows)
-    return buf.getvalue()
+    cols = [Col("rank", "#", right=True), Col("kernel", "kernel", elide=NAME, code=True)]
+    several = len({r.source for r in rows}) > 1
+    if several:
+        cols.append(Col("source", "source", elide=ORIGIN))
+    cols += [Col("ncu_time_us", "ncu µs", f(".1f"), right=True, drop=4),
+             Col("samples_pct", "samples %", f(".1f"), right=True),
+             Col("nsys_total_ms", "nsys total ms", f(".3f"), right=True),
+             Col("dram_pct", "DRAM %", f(".0f"), right=True, drop=3),
+             Col("sm_pct", "SM %", f(".0f"), right=True, drop=2),
+             Col("pct_sol", "SoL %", f(".0f"), right=True), Col("verdict", "verdict", drop=1)]
+    keys = [c.key for c in cols]
+    return Table(tuple(cols), [[getattr(r, k) for k in keys] for r in rows], title)

@@ -1,6 +1,9 @@
 """Roofline geometry shared by the static plot and the HTML report: roofs from the ceilings file
-(named by key), and one point per kernel. A kernel without measured intensity is placed by SM busy
-against its family's ceiling at that ceiling's ridge, and flagged hollow: never drawn as measured."""
+(named by key), and one point per kernel of the kernel view (`kernels.ranked`, so a point's number
+is the kernel's rank in the table). Each point names the roof it is held to: a kernel is judged
+against the peak of its own precision, and the plot links it to that roof, not the nearest one.
+A kernel without measured intensity is placed by SM busy against its family's ceiling at that
+ceiling's ridge, and flagged hollow: never drawn as measured."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from dataclasses import dataclass
 from ..analysis.categories import categorize
 from ..ceilings import CeilingsFile
 from ..errors import KernelscopeError
-from ..model import Assessment
+from .kernels import Ranked, total_time
 
 
 @dataclass(frozen=True)
@@ -22,13 +25,15 @@ class Roof:
 
 @dataclass(frozen=True)
 class Point:
-    label: str
+    rank: int
+    name: str
     ai: float  # FLOP/byte (measured, or the family ridge when hollow)
     tflops: float
     measured: bool
     bound: str
     time_share: float  # 0-1 of the summed kernel time
-    details: dict[str, str]
+    roof: str | None  # the key of the compute roof it is held to
+    details: dict[str, str]  # what hovering it shows (one line each), figures with units
 
 
 @dataclass(frozen=True)
@@ -36,47 +41,56 @@ class RooflineData:
     memory_key: str
     memory_tbps: float
     roofs: tuple[Roof, ...]
-    points: tuple[Point, ...]
+    points: tuple[Point, ...]  # in rank order
+    unplaced: tuple[int, ...]  # ranks of kernels with nothing honest to place them by
+
+
+def _short(key: str | None) -> str:
+    return "no ceiling" if key is None else key.rsplit(".", 1)[-1]
 
 
 def _fmt(value: float | None, spec: str, unit: str) -> str:
-    return "unmeasured" if value is None else f"{value:{spec}} {unit}"
+    return "unmeasured" if value is None else f"{value:{spec}} {unit}".rstrip()
 
 
-def build(items: Sequence[Assessment], table: CeilingsFile, hw: str | None = None) -> RooflineData:
-    if not items:
+def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) -> RooflineData:
+    if not rows:
         raise KernelscopeError("no kernels to draw")
-    dev = table.pick(items[0].record.device, hw or items[0].hw_key)
+    first = rows[0].lead
+    dev = table.pick(first.record.device, hw or first.hw_key)
     mem = dev.memory.value or 0.0
-    total_ns = sum(a.record.duration_ns or 0 for a in items) or 1.0
-    classes = {a.record.dominant_precision for a in items if a.record.dominant_precision}
-    points = []
-    for a in items:
-        r = a.record
-        category, family = categorize(r.name, r.name_full)
+    total_ns = total_time(rows)
+    roofs: dict[str, Roof] = {}
+    points, unplaced = [], []
+    for row in rows:
+        a, r = row.lead, row.lead.record
+        share = (row.total_ns or 0.0) / total_ns
+        time = _fmt(None if row.total_ns is None else row.total_ns / 1e3, ".1f", "µs")
         details = {
-            "kernel": r.name, "category": category, "bound": a.bound,
-            "time": _fmt(None if r.duration_ns is None else r.duration_ns / 1e3, ".1f", "µs"),
-            "AI": _fmt(r.arithmetic_intensity, ".1f", "FLOP/B"),
-            "TFLOP/s": _fmt(r.achieved_tflops, ".1f", ""), "TB/s": _fmt(r.achieved_dram_tbps, ".2f", ""),
-            "%SoL compute": _fmt(a.pct_sol_compute, ".0f", f"% of {a.compute_ceiling_key}"),
-            "%SoL memory": _fmt(a.pct_sol_memory, ".0f", f"% of {a.memory_ceiling_key}"),
-            "occupancy": _fmt(r.achieved_occupancy_pct, ".0f", "%"),
+            "kernel": f"#{row.rank} {r.name}" + (f" ({len(row.group.launches)} launches)"
+                                                  if len(row.group.launches) > 1 else ""),
+            "verdict": f"{a.bound} · {time} ({100 * share:.1f} % of time)",
+            "figures": f"AI {_fmt(r.arithmetic_intensity, '.1f', 'FLOP/B')} · "
+                       f"{_fmt(r.achieved_tflops, '.1f', 'TFLOP/s')} · {_fmt(r.achieved_dram_tbps, '.2f', 'TB/s')}",
+            "SoL": f"compute {_fmt(a.pct_sol_compute, '.0f', '%')} ({_short(a.compute_ceiling_key)}) · memory "
+                   f"{_fmt(a.pct_sol_memory, '.0f', '%')} ({_short(a.memory_ceiling_key)})",
         }
-        share = (r.duration_ns or 0) / total_ns
         if r.arithmetic_intensity and r.achieved_tflops:
-            points.append(Point(r.name, r.arithmetic_intensity, r.achieved_tflops, True, a.bound, share, details))
-            continue
-        ceiling = dev.for_precision(family)
-        if r.sm_busy_pct is None or ceiling.value is None or not mem:
-            continue  # nothing honest to place it by
-        classes.add(family)
-        details["placed by"] = f"SM busy {r.sm_busy_pct:.0f} % of {ceiling.key} (AI unmeasured)"
-        points.append(Point(f"{r.name} (AI unmeasured)", ceiling.value / mem, ceiling.value * r.sm_busy_pct / 100,
-                            False, a.bound, share, details))
-    roofs = []
-    for cls in sorted(classes):
-        c = dev.for_precision(cls)
-        if c.value and mem:
-            roofs.append(Roof(c.key, c.value, c.value / mem))
-    return RooflineData(dev.memory.key, mem, tuple(sorted(set(roofs), key=lambda x: x.tflops)), tuple(points))
+            ceiling = (a.compute_ceiling_key, a.compute_ceiling_tflops)
+            point = Point(row.rank, r.name, r.arithmetic_intensity, r.achieved_tflops, True, a.bound, share,
+                          a.compute_ceiling_key, details)
+        else:
+            c = dev.for_precision(categorize(r.name, r.name_full)[1])
+            if r.sm_busy_pct is None or c.value is None or not mem:
+                unplaced.append(row.rank)
+                continue
+            ceiling = (c.key, c.value)
+            details["placed by"] = f"SM busy {r.sm_busy_pct:.0f} % of {c.key} (AI unmeasured)"
+            point = Point(row.rank, r.name, c.value / mem, c.value * r.sm_busy_pct / 100, False, a.bound, share,
+                          c.key, details)
+        key, tflops = ceiling
+        if key and tflops and mem:
+            roofs[key] = Roof(key, tflops, tflops / mem)
+        points.append(point)
+    return RooflineData(dev.memory.key, mem, tuple(sorted(roofs.values(), key=lambda x: x.tflops)),
+                        tuple(points), tuple(unplaced))

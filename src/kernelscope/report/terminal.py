@@ -1,67 +1,115 @@
-"""The terminal view: one table row a kernel, then each kernel's verdict, limiters and levers."""
+"""The terminal view: a summary line, one row a kernel, and the next levers across kernels; each
+kernel's verdict, limiters and levers only on request (`details`). Built as one string: plain text
+when piped, colour only on a terminal; every string from a report goes through `text.clean`, so a
+kernel name can neither colour, move the cursor nor link anything."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from ..analysis.frontier import frontier
 from ..model import Assessment
+from . import kernels
+from .kernels import Ranked
+from .table import NONE, render_text, wrap
+from .text import clean, elide
+
+FRONTIER_SHOWN = 5
 
 
-def _num(value: float | str | None, fmt: str) -> str:
-    return "—" if value is None else format(value, fmt) if not isinstance(value, str) else value
+def _n(value: object, spec: str) -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else NONE
 
 
-def render(items: Sequence[Assessment], console: Console, context_line: str) -> None:
-    table = Table(title=f"kernelscope — {context_line}", title_justify="left")
-    for col, just in (
-        ("#", "right"), ("kernel", "left"), ("time µs", "right"), ("bound", "left"),
-        ("%SoL compute", "right"), ("%SoL mem", "right"), ("FLOP/B", "right"),
-        ("TFLOP/s", "right"), ("TB/s", "right"), ("occ % ach/theo", "right"), ("next lever", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for a in items:
-        r = a.record
-        lever = a.next_levers[0].rule if a.next_levers else "—"
-        table.add_row(
-            str(r.launch_id), r.name[:48], _num(None if r.duration_ns is None else r.duration_ns / 1e3, ".1f"),
-            a.bound, _num(a.pct_sol_compute, ".1f"), _num(a.pct_sol_memory, ".1f"),
-            _num(r.arithmetic_intensity, ".1f"), _num(r.achieved_tflops, ".1f"),
-            _num(r.achieved_dram_tbps, ".2f"),
-            f"{_num(r.achieved_occupancy_pct, '.0f')}/{_num(r.theoretical_occupancy_pct, '.0f')}", lever,
-        )
-    console.print(table)
-    for a in items:
-        r = a.record
-        console.print(f"\n[bold]{r.name}[/bold] (launch {r.launch_id}, {r.source}, {r.device or 'device unknown'})")
-        ceiling = (f"compute ceiling {a.compute_ceiling_key} = {_num(a.compute_ceiling_tflops, 'g')} TFLOP/s, "
-                   if a.compute_ceiling_key else "")
-        console.print(f"  {a.verdict}")
-        console.print(f"  {ceiling}memory ceiling {a.memory_ceiling_key} = {a.memory_ceiling_tbps:g} TB/s"
-                      + (f", ridge {a.ridge_flops_per_byte:.0f} FLOP/B" if a.ridge_flops_per_byte else ""))
-        if a.achievable:
-            ach = a.achievable
-            console.print(f"  of achievable ({ach['ceilings_file']}): compute {_num(ach['pct_compute'], '.0f')} % "
-                          f"({ach['compute_ceiling_key']}), memory {_num(ach['pct_memory'], '.0f')} % "
-                          f"({ach['memory_ceiling_key']})")
-        if r.dominant_precision:
-            console.print(f"  dominant precision {r.dominant_precision}; SM busy {_num(r.sm_busy_pct, '.0f')} %, "
-                          f"issue slots busy {_num(r.issue_active_pct, '.0f')} %, "
-                          f"SM active {_num(r.sm_active_pct, '.0f')} %; "
-                          f"tensor pipe {_num(r.tensor_pipe_active_pct, '.0f')} %")
-        for line in a.limiters:
-            console.print(escape(f"  • {line}"))
-        for i, lv in enumerate(a.next_levers, 1):
-            console.print(escape(f"  {i}. [{lv.rule}] {lv.action}\n     expect: {lv.expected}; confirm: {lv.confirm}"))
-        if r.unmeasured:
-            console.print(f"  unmeasured: {', '.join(r.unmeasured)}")
-    rows = frontier(items)
-    if rows:
-        console.print("\n[bold]Next-lever frontier[/bold] (all kernels; gain x time share / cost)")
-        for i, f in enumerate(rows[:10], 1):
-            console.print(escape(f"  {i}. {f.kernel} ({f.time_share_pct:.0f} % of time) [{f.rule}] {f.action}"
-                                 f"\n     expect: {f.expected}; confirm: {f.confirm}"))
+def _name(name: str, width: int | None) -> str:
+    return elide(clean(name), max(24, (width or 10_000) // 2))
+
+
+def frontier_lines(rows: Sequence[Ranked], width: int | None, shown: int = FRONTIER_SHOWN) -> list[str]:
+    items = kernels.kernel_frontier(rows)
+    if not items:
+        return []
+    out = wrap(f"Next levers across kernels (expected gain x time share / cost; {min(shown, len(items))} "
+               f"of {len(items)}):", width)
+    for i, (rank, f) in enumerate(items[:shown], 1):
+        out += wrap(f"{i:2d}. #{rank} {_name(f.kernel, width)} ({f.time_share_pct:.0f} % of time) "
+                     f"[{f.rule}] {f.action}", width, "     ")
+        out += wrap(f"     expect: {f.expected}; confirm: {f.confirm}", width, "     ")
+    return out
+
+
+def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
+    """One kernel's verdict, ceilings, limiters and levers (its longest launch's)."""
+    a, g = r.lead, r.group
+    rec = a.record
+    times = [t / 1e3 for t in (x.record.duration_ns for x in g.launches) if t is not None]
+    spread = (f"{len(g.launches)} launches, {min(times):.1f}-{max(times):.1f} µs" if len(g.launches) > 1 and times
+              else f"launch {rec.launch_id}")
+    out = wrap(f"#{r.rank} {rec.name} ({source}, {spread}, {rec.device or 'device unknown'})", width)
+    lines = [a.verdict]
+    roof = (f"compute ceiling {a.compute_ceiling_key} = {_n(a.compute_ceiling_tflops, 'g')} TFLOP/s, "
+            if a.compute_ceiling_key else "")
+    lines.append(f"{roof}memory ceiling {a.memory_ceiling_key} = {a.memory_ceiling_tbps:g} TB/s"
+                 + (f", ridge {a.ridge_flops_per_byte:.0f} FLOP/B" if a.ridge_flops_per_byte else ""))
+    if a.achievable:
+        ach = a.achievable
+        lines.append(f"of achievable ({ach['ceilings_file']}): compute {_n(ach['pct_compute'], '.0f')} % "
+                     f"({ach['compute_ceiling_key']}), memory {_n(ach['pct_memory'], '.0f')} % "
+                     f"({ach['memory_ceiling_key']})")
+    if rec.dominant_precision:
+        lines.append(f"dominant precision {rec.dominant_precision}; SM busy {_n(rec.sm_busy_pct, '.0f')} %, "
+                     f"issue slots busy {_n(rec.issue_active_pct, '.0f')} %, SM active {_n(rec.sm_active_pct, '.0f')} "
+                     f"%; tensor pipe {_n(rec.tensor_pipe_active_pct, '.0f')} %")
+    lines += [f"• {x}" for x in a.limiters]
+    for i, lv in enumerate(a.next_levers, 1):
+        lines += [f"{i}. [{lv.rule}] {lv.action}", f"   expect: {lv.expected}; confirm: {lv.confirm}"]
+    if rec.unmeasured:
+        lines.append(f"unmeasured: {', '.join(rec.unmeasured)}")
+    for line in lines:
+        out += wrap("  " + line, width, "     ")
+    return out
+
+
+@contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    """Building 10^5 rows of small lists sets off the cyclic collector over every object alive (all
+    the kernels: most of the time at 100k rows); these lists form no cycle, so it waits until the
+    text is built."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None = None,
+           width: int | None = None, colour: bool = False, details: bool = False,
+           per_launch: bool = False) -> str:
+    with _no_gc_pauses():
+        return _render(items, headline, labels, width, colour, details, per_launch)
+
+
+def _render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None, width: int | None,
+            colour: bool, details: bool, per_launch: bool) -> str:
+    rows = kernels.ranked(items, per_launch)
+    labels = labels or {}
+    hints = [] if details else ["verdict, limiters and levers per kernel: --details"]
+    if not per_launch and any(len(r.group.launches) > 1 for r in rows):
+        hints.append("every launch: --per-launch")
+    out = [render_text(kernels.table(rows, labels, per_launch=per_launch, title=headline), width, colour).rstrip("\n")]
+    unmeasured = [f"#{r.rank}" for r in rows if r.lead.bound == "unmeasured"]
+    if unmeasured:
+        out += wrap(f"bound unmeasured for {', '.join(unmeasured[:10])}{' …' if len(unmeasured) > 10 else ''}: no "
+                    "FLOP/byte counters (capture with --set roofline); --details says which", width)
+    front = frontier_lines(rows, width)
+    if front:
+        out += ["", *front]
+    if details:
+        for r in rows:
+            out += ["", *detail_lines(r, clean(labels.get(r.group.source, r.group.source)), width)]
+    if hints:
+        out += ["", *wrap("; ".join(hints), width)]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,136 @@
+"""The kernel view shared by the terminal, markdown and HTML: one row a kernel (its launches
+together, `analysis.groups`) or one a launch on request, ranked by time, so that "#3" means the
+same kernel in the table, on the roofline and in the frontier. Figures, names and units come from
+the one column spec (kernelscope/columns.py); a grouped row shows the summed time and the figures
+of the kernel's longest launch, whose verdict stands for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from ..analysis.frontier import FrontierItem, frontier
+from ..analysis.groups import KernelGroup, group
+from ..columns import BY_NAME, value
+from ..model import Assessment
+from .style import BOUND_ANSI
+from .table import NAME, ORIGIN, Col, Table
+
+# how a column-spec unit reads at a given scale
+_SHOWN = {("ns", 1e-3): "µs", ("% of SoL", 1.0): "%", ("% of peak", 1.0): "%", ("% of max warps", 1.0): "%",
+          ("FLOP/byte", 1.0): "FLOP/B", ("TFLOP/s", 1.0): "TFLOP/s", ("TB/s", 1.0): "TB/s",
+          ("byte", 1 / 1024): "KiB", ("register", 1.0): "", ("waves", 1.0): ""}
+
+
+def heading(label: str, column: str, scale: float = 1.0) -> str:
+    """`label` and the unit of `column` (from the column spec) as shown after scaling."""
+    return f"{label} {_SHOWN[(BY_NAME[column].unit, scale)]}".strip()
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A row of the view: rank 1 is the kernel with the most time."""
+
+    rank: int
+    group: KernelGroup
+    total_ns: float | None  # the group's summed time (None if a launch's was not measured)
+    lead: Assessment  # the launch whose figures and verdict stand for the kernel
+
+
+def ranked(items: Sequence[Assessment], per_launch: bool = False) -> list[Ranked]:
+    groups = ([KernelGroup(a.record.name, a.record.source, (a,)) for a in items] if per_launch
+              else group(items))
+    timed = sorted(((g.total_ns, g) for g in groups), key=lambda tg: -(tg[0] or 0.0))
+    return [Ranked(i, g, t, g.representative) for i, (t, g) in enumerate(timed, 1)]
+
+
+def total_time(rows: Sequence[Ranked]) -> float:
+    """The summed time of the rows, ns (1 when none was measured, so shares stay defined)."""
+    return sum(r.total_ns or 0.0 for r in rows) or 1.0
+
+
+def kernel_frontier(rows: Sequence[Ranked]) -> list[tuple[int, FrontierItem]]:
+    """The next-lever frontier over kernels (analysis/frontier.py ranks each kernel by its total
+    time over its launches), with the kernel's rank in the table."""
+    rank: dict[tuple[str, str], int] = {}
+    for r in rows:  # per launch, a kernel has several rows: the first gives the rank
+        rank.setdefault((r.lead.record.source, r.lead.record.name), r.rank)
+    return [(rank.get((f.source, f.kernel), 0), f) for f in frontier([a for r in rows for a in r.group.launches])]
+
+
+REPORT_SUFFIXES = (".ncu-rep.gz", ".ncu-rep", ".csv.gz", ".csv")
+
+
+def origin_labels(inputs: Sequence[PurePath], sources: Sequence[str]) -> dict[str, str]:
+    """Report path -> the name of the input it came from (the file without its report extension,
+    or the bundle directory): what a reader typed, never this machine's path."""
+    out = {}
+    for s in sources:
+        path = PurePath(s)
+        name = next((p for p in inputs if path == p or p in path.parents), path).name
+        out[s] = next((name[: -len(x)] for x in REPORT_SUFFIXES if name.endswith(x) and len(name) > len(x)), name)
+    return out
+
+
+def _f(spec: str, scale: float = 1.0) -> Any:
+    return lambda v: format(v * scale, spec)
+
+
+def _roof(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+# (column-spec name, label, scale, format, hidden-when-narrow rank)
+FIGURES: tuple[tuple[str, str, float, str, int], ...] = (
+    ("pct_sol", "SoL", 1.0, ".0f", 0),
+    ("pct_sol_compute", "SoL comp", 1.0, ".0f", 7),
+    ("pct_sol_memory", "SoL mem", 1.0, ".0f", 8),
+    ("arithmetic_intensity", "AI", 1.0, ".1f", 9),
+    ("achieved_tflops", "", 1.0, ".1f", 10),
+    ("achieved_dram_tbps", "", 1.0, ".2f", 11),
+    ("achieved_occupancy_pct", "occ", 1.0, ".0f", 12),
+)
+# hidden when narrow, last to first: launches (1), time % (2), roof (3), next lever (6), then FIGURES
+
+
+def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origin: str = "source",
+          show_origin: bool | None = None, per_launch: bool = False, title: str = "",
+          notes: tuple[str, ...] = ()) -> Table:
+    """The kernel table. `labels` maps a report path to what the `origin` column shows (input
+    name, or campaign cell id); by default the column appears when rows come from several."""
+    labels = labels or {}
+    several = len({labels.get(r.group.source, r.group.source) for r in rows}) > 1 if show_origin is None \
+        else show_origin
+    launches = not per_launch and any(len(r.group.launches) > 1 for r in rows)
+    total = total_time(rows)
+    cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True)]
+    if several:
+        cols.append(Col(origin, origin, elide=ORIGIN))
+    if launches:
+        cols.append(Col("launches", "launches", right=True, drop=1))
+    if per_launch:
+        cols.append(Col("launch_id", "launch", right=True, drop=1))
+    cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), _f(".1f", 1e-3), right=True),
+             Col("time_share_pct", "time %", _f(".1f"), right=True, drop=2),
+             Col("bound", "bound", colour=BOUND_ANSI.get),
+             *[Col(name, heading(label, name, scale), _f(spec, scale), right=True, drop=drop)
+               for name, label, scale, spec, drop in FIGURES],
+             Col("ceiling_key", "roof", _roof, drop=3),
+             Col("next_lever", "next lever", drop=6)]
+    out = []
+    for r in rows:
+        a, g = r.lead, r.group
+        vals: list[Any] = [r.rank, a.record.name]
+        if several:
+            vals.append(labels.get(g.source, g.source))
+        if launches:
+            vals.append(len(g.launches))
+        if per_launch:
+            vals.append(a.record.launch_id)
+        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, a.bound,
+                 *[value(a, name) for name, *_ in FIGURES], value(a, "ceiling_key"),
+                 a.next_levers[0].rule if a.next_levers else None]
+        out.append(vals)
+    return Table(tuple(cols), out, title, notes)

@@ -1,0 +1,143 @@
+"""The terminal table at 60, 100 and 200 columns and piped, one row a kernel, inert names, and the
+markdown golden files (tests/golden; rewrite with KERNELSCOPE_GOLDEN=write after reviewing a change)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernelscope.cli import main
+from kernelscope.report.progress import Ticker
+from kernelscope.report.table import Col, Table, render_markdown, render_text
+from kernelscope.report.text import clean, elide
+
+THREE = ("gemm_bf16.ncu-rep", "decode_gemm.ncu-rep", "gemm_basic.ncu-rep")
+HOSTILE = "evil\x1b[31mred\x1b]8;;http://x.example/\x07link\x1b]8;;\x07[/][link=http://x.example/]click[/link]\u202e"
+
+
+def cli(*argv: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """kernelscope in a child process, stdout a pipe (not a terminal), as in CI."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run([sys.executable, "-m", "kernelscope.cli", *argv], capture_output=True, text=True, env=env)
+
+
+def table_lines(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"^ *#  kernel", line))
+    end = next(i for i in range(start + 2, len(lines)) if not re.match(r"^ *\d+ ", lines[i]))
+    return lines[start:end]
+
+
+@pytest.mark.parametrize("columns", [60, 100, 200])
+def test_table_fits_every_width_and_keeps_name_tails(fx: Path, columns: int) -> None:
+    res = cli("analyze", *(str(fx / n) for n in THREE), columns=columns)
+    assert res.returncode == 0, res.stderr
+    assert max(len(line) for line in res.stdout.splitlines()) <= columns
+    head, rule, *rows = table_lines(res.stdout)
+    assert [r.split()[0] for r in rows] == ["1", "2", "3"]  # ranks, not launch ids
+    bf16 = next(r for r in rows if "gemm_bf16" in r or "bf16" in r.split()[2])
+    assert "coopA_NNT" in bf16  # the tile-shape tail of the name survives elision
+    assert {"time µs", "bound", "SoL %"} <= set(re.split(r"\s{2,}", head))  # the essentials stay
+    if columns == 60:
+        assert "…" in bf16 and "not shown at 60 columns: time %" in res.stdout
+    if columns == 200:
+        assert "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in bf16 and "next lever" in head
+        assert "not shown" not in res.stdout
+
+
+def test_piped_is_plain_whole_and_one_row_a_kernel(fx: Path) -> None:
+    res = cli("analyze", *(str(fx / n) for n in THREE))
+    assert res.returncode == 0 and "\x1b" not in res.stdout and "─" not in res.stdout  # plain text
+    _, _, *rows = table_lines(res.stdout)
+    assert len(rows) == 3 and "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT" in res.stdout  # nothing cut
+    assert {"gemm_bf16", "decode_gemm", "gemm_basic"} <= set(res.stdout.split())  # the source column
+    assert "bound unmeasured for #1" in res.stdout  # gemm_basic: named, not shown as 0
+
+
+def test_300_launches_are_two_kernels_not_six_thousand_lines() -> None:
+    many = Path(__file__).parents[1] / "bench" / "data" / "many.ncu-rep.gz"
+    res = cli("analyze", str(many), columns=120)
+    lines = res.stdout.splitlines()
+    _, _, *rows = table_lines(res.stdout)
+    assert len(rows) == 2 and len(lines) < 40
+    first = rows[0].split()
+    assert first[1] == "vectorized_elementwise_kernel" and first[2] == "299"  # launches together
+    assert "every launch: --per-launch" in res.stdout
+    per_launch = cli("analyze", str(many), "--per-launch", columns=200)
+    assert len(table_lines(per_launch.stdout)) == 2 + 300
+
+
+def test_details_on_request(fx: Path) -> None:
+    res = cli("analyze", str(fx / "decode_gemm.ncu-rep"), "--details", columns=200)
+    assert "memory-bound at the HBM roof: 81 % of it at the measured 3195 MHz" in res.stdout
+    assert "memory ceiling h200-sxm.memory.hbm = 4.8 TB/s" in res.stdout
+    narrow = cli("analyze", str(fx / "decode_gemm.ncu-rep"), "--details", columns=70).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 70 and "1. [batch-rows]" in narrow
+
+
+def test_control_sequences_and_markup_in_names_are_inert(fx: Path, tmp_path: Path,
+                                                         variant: Callable[..., Path]) -> None:
+    report = variant(fx / "decode_gemm-raw.csv", tmp_path / "hostile.csv", name=HOSTILE)
+    for fmt in ("table", "markdown"):
+        res = cli("analyze", str(report), "--format", fmt, columns=200)
+        assert res.returncode == 0 and "Traceback" not in res.stderr
+        assert "\x1b" not in res.stdout and "\x07" not in res.stdout and "\u202e" not in res.stdout
+    table = cli("analyze", str(report), columns=200).stdout
+    assert "evilredlink[/][link=http://x.example/]click[/link]" in table  # printed as text, not obeyed
+
+
+def test_clean_and_elide() -> None:
+    assert clean("a\x1b[1;31mb\x1b]0;title\x07c\x9b2Jd\x00e\u2066f") == "abcd e f"
+    assert clean("nvjet_sm90_tst") == "nvjet_sm90_tst"
+    name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    assert elide(name, 24) == "nvjet_sm9…h_bz_coopA_NNT" and len(elide(name, 24)) == 24
+    assert elide(name, 100) == name
+
+
+def test_markdown_cells_cannot_break_the_table() -> None:
+    t = Table((Col("name", "kernel", code=True), Col("verdict", "verdict")),
+              [["a|b`c", "*bold* <img src=x> [x](y) | _u_"]])
+    row = render_markdown(t).splitlines()[2]
+    assert row == r"| `` a\|b`c `` | \*bold\* &lt;img src=x> \[x\](y) \| \_u\_ |"
+    assert row.count(" | ") == 1  # still two cells
+
+
+def test_text_table_hides_low_priority_columns_first() -> None:
+    t = Table((Col("name", "kernel", elide=10), Col("a", "aaaa", drop=1), Col("b", "bbbb", drop=2)),
+              [["x" * 30, 1, 2]])
+    out = render_text(t, 18)
+    assert out.splitlines()[0].split() == ["kernel", "aaaa"] and "bbbb" in out.split("not shown at 18")[1]
+
+
+@pytest.mark.parametrize("name,argv", [
+    ("analyze", ["analyze", "gemm_bf16.ncu-rep", "decode_gemm.ncu-rep", "gemm_basic.ncu-rep", "--format",
+                 "markdown"]),
+    ("join", ["join", "--ncu", "decode_gemm.ncu-rep", "--ncu", "fp8_gemm.ncu-rep", "--format", "markdown"]),
+])
+def test_markdown_golden(fx: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                         golden: Callable[[str, str], None], name: str, argv: list[str]) -> None:
+    monkeypatch.chdir(fx)
+    assert main(argv) == 0
+    golden(f"{name}.md", capsys.readouterr().out)
+
+
+def test_progress_shows_only_past_its_delay_on_its_own_stream() -> None:
+    slow = io.StringIO()
+    with Ticker(slow, after=0.0, every=60.0) as tick:
+        tick.step("reading 3 input(s)\x1b[2J")
+        time.sleep(0.6)
+    assert re.fullmatch(r"kernelscope: reading 3 input\(s\) … \d+ s\n", slow.getvalue())  # once, not a flood
+    quick = io.StringIO()
+    with Ticker(quick) as tick:  # the default two seconds: a quick run says nothing
+        tick.step("reading")
+    assert quick.getvalue() == ""
