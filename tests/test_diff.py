@@ -92,6 +92,27 @@ def test_kernels_only_on_one_side(fx: Path, tmp_path: Path, variant: Variant,
         ("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT", "only in baseline"), ("fused_gemv_kernel", "only in candidate")]
 
 
+def test_summed_time_gates_what_a_match_by_name_cannot(fx: Path, tmp_path: Path, variant: Variant,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel added, or one swapped for a slower one of another name, fails the time gate."""
+    raw = fx / "decode_gemm-raw.csv"
+    base = variant(raw, tmp_path / "a.csv", name="gemm_{i}", copies=2)
+    added = variant(raw, tmp_path / "b.csv", name="gemm_{i}", copies=3)
+    assert main(["diff", str(base), str(added), "--fail-on", "duration_ns>+5%", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [k["status"] for k in doc["kernels"]] == ["same", "same", "only in candidate"]
+    total = doc["summed_kernel_time_ns"]
+    assert total["baseline"] == pytest.approx(2 * 35_264) and total["change_pct"] == pytest.approx(50.0)
+    assert total["failed_gates"] == ["duration_ns>+5%"] and total["basis"] == "all launches"
+    swapped = variant(raw, tmp_path / "c.csv", name="gemm_{i}_other_tile", copies=2, duration_factor=1.2)
+    assert main(["diff", str(base), str(swapped), "--fail-on", "duration_ns>+5%"]) == 1
+    out = capsys.readouterr().out
+    assert "gate FAILED: summed kernel time crossed duration_ns>+5%" in out
+    assert "summed kernel time µs (all launches) 70.5 → 84.6 (+20.0 %)" in out
+    faster = variant(raw, tmp_path / "d.csv", name="gemm_{i}_other_tile", copies=2, duration_factor=0.9)
+    assert main(["diff", str(base), str(faster), "--fail-on", "duration_ns>+5%"]) == 0
+
+
 def test_launches_of_a_kernel_compare_by_mean(fx: Path, tmp_path: Path, variant: Variant,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     base = variant(fx / "decode_gemm-raw.csv", tmp_path / "a.csv", copies=3)
@@ -99,6 +120,7 @@ def test_launches_of_a_kernel_compare_by_mean(fx: Path, tmp_path: Path, variant:
     assert main(["diff", str(base), str(cand), "--fail-on", "duration_ns>+1%"]) == 0
     out = capsys.readouterr().out
     assert "3 → 5" in out and "35.3 → 35.3 (+0.0 %)" in out
+    assert "summed kernel time µs (one launch of each kernel: launch counts differ) 35.3 → 35.3 (+0.0 %)" in out
 
 
 def test_context_check_on_bare_reports(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,7 +139,7 @@ def test_context_check_on_bundles(fx: Path, tmp_path: Path, capsys: pytest.Captu
     shutil.copytree(fx / "bundle_attn_causal", a)
     shutil.copytree(fx / "bundle_attn_causal", b)
     assert main(["diff", str(a), str(b), "--fail-on", "duration_ns>+1%"]) == 0
-    assert "1 same; gate passed" in capsys.readouterr().out
+    assert "1 same; summed kernel time µs (all launches) 492.9 → 492.9 (+0.0 %); gate passed" in capsys.readouterr().out
     manifest = json.loads((b / "manifest.json").read_text())
     manifest["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
     manifest["metric_set"] = "full"

@@ -244,7 +244,7 @@ def cmd_diff(a: argparse.Namespace) -> int:
         emit(diff.to_csv(cmp))
     else:
         emit(_show(diff.table(cmp, title), a.format, diff.document(cmp, a.baseline, a.candidate)))
-    return 1 if cmp.failed else 0
+    return 0 if cmp.passed else 1
 
 
 def _kernels(a: argparse.Namespace) -> tuple[str, ...]:

@@ -1,8 +1,11 @@
 """Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are matched by identity
 (the kernel name; the n-th kernel of a name in one with the n-th in the other), each side's launches
-of a kernel together: time is the mean per launch, the other figures are the longest launch's (the
-launch whose verdict stands for the kernel). A comparison means something only when both sides were
-captured alike: the same device, metric set, measured figures, shapes and model (`mismatches`)."""
+of a kernel together: time is the mean per launch, the other figures are the representative
+launch's (the launch whose verdict stands for the kernel, analysis/groups.py). A comparison means something only when both sides were
+captured alike: the same device, metric set, measured figures, shapes and model (`mismatches`).
+A time gate also applies to the summed kernel time of each side, which sees what a match by name
+cannot: a kernel added, or one swapped for a differently named one (a library picking another tile
+configuration) that is slower."""
 
 from __future__ import annotations
 
@@ -105,10 +108,32 @@ class Comparison:
     kernels: tuple[KernelDiff, ...]
     gates: tuple[Gate, ...]
     mismatches: tuple[str, ...]
+    total: Change  # summed kernel time (ns) of each side, see `summed`
+    total_basis: str  # what was summed
+    total_failed: tuple[str, ...]  # the time gates the summed kernel time crossed
 
     @property
     def failed(self) -> list[KernelDiff]:
         return [k for k in self.kernels if k.failed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed and not self.total_failed
+
+
+def summed(pairs: Sequence[tuple[KernelGroup | None, KernelGroup | None]]) -> tuple[Change, str]:
+    """Each side's kernel time, summed: over every launch when each kernel was captured as often on
+    both sides, else one launch of each kernel (launch counts then say how the captures were
+    limited, not what the program does). None where a side has an unmeasured duration."""
+    alike = all(b is None or c is None or len(b.launches) == len(c.launches) for b, c in pairs)
+
+    def side(groups: list[KernelGroup]) -> float | None:
+        times = [g.total_ns if alike else g.mean_ns for g in groups]
+        return None if any(t is None for t in times) else sum(t for t in times if t is not None)
+
+    basis = "all launches" if alike else "one launch of each kernel: launch counts differ"
+    return (Change(side([b for b, _ in pairs if b is not None]), side([c for _, c in pairs if c is not None])),
+            basis)
 
 
 def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Sequence[Gate] = (),
@@ -130,7 +155,9 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
         assert either is not None
         out.append(KernelDiff(rank, either.name, b, c, changes, tuple(t for t, v in verdicts if v),
                               tuple(t for t, v in verdicts if v is None)))
-    return Comparison(tuple(out), tuple(gates), tuple(context_mismatches))
+    total, basis = summed(pairs)
+    total_failed = tuple(g.text for g in gates if g.figure == "duration_ns" and g.fails(total))
+    return Comparison(tuple(out), tuple(gates), tuple(context_mismatches), total, basis, total_failed)
 
 
 def _spec(name: str) -> tuple[str, float, str]:
@@ -160,11 +187,14 @@ def summary(cmp: Comparison) -> str:
     for k in cmp.kernels:
         counts[k.status] = counts.get(k.status, 0) + 1
     parts = [f"{n} {s}" for s, n in counts.items()]
+    parts.append(f"summed kernel time µs ({cmp.total_basis}) {_change_text(1e-3, '.1f')(cmp.total)}")
     if not cmp.gates:
         return "; ".join(parts) + "; no --fail-on gate"
     failed = cmp.failed
-    verdict = (f"gate FAILED: {len(failed)} kernel(s) crossed "
-               + ", ".join(sorted({t for k in failed for t in k.failed})) if failed
+    crossed = ([f"{len(failed)} kernel(s) crossed " + ", ".join(sorted({t for k in failed for t in k.failed}))]
+               if failed else [])
+    crossed += [f"summed kernel time crossed {', '.join(cmp.total_failed)}"] if cmp.total_failed else []
+    verdict = ("gate FAILED: " + "; ".join(crossed) if crossed
                else "gate passed: " + ", ".join(g.text for g in cmp.gates))
     return "; ".join(parts) + "; " + verdict
 
@@ -175,7 +205,7 @@ def table(cmp: Comparison, title: str) -> Table:
         if cmp.kernels else []
     launches = any(k.base and k.cand and len(k.base.launches) != len(k.cand.launches) for k in cmp.kernels)
     cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
-            Col("status", "status", colour=lambda s: "red" if s == "FAIL" else None)]
+            Col("status", "status", colour=lambda s: "red" if s.startswith("FAIL") else None)]
     if launches:
         cols.append(Col("launches", "launches", drop=5))
     for i, n in enumerate(shown):
@@ -215,7 +245,10 @@ def document(cmp: Comparison, baseline: str, candidate: str) -> dict[str, Any]:
 
     return {
         "baseline": baseline, "candidate": candidate, "context_mismatches": list(cmp.mismatches),
-        "gates": [g.text for g in cmp.gates], "passed": not cmp.failed,
+        "gates": [g.text for g in cmp.gates], "passed": cmp.passed,
+        "summed_kernel_time_ns": {"baseline": cmp.total.base, "candidate": cmp.total.cand,
+                                  "change_pct": num(cmp.total.pct), "basis": cmp.total_basis,
+                                  "failed_gates": list(cmp.total_failed)},
         "kernels": [{"kernel": k.name, "status": k.status, "failed_gates": list(k.failed),
                      "launches": [len(k.base.launches) if k.base else 0, len(k.cand.launches) if k.cand else 0],
                      "figures": {n: {"baseline": c.base, "candidate": c.cand, "change": c.delta,
