@@ -152,7 +152,7 @@ def test_zero_denominator_is_null_with_its_reason() -> None:
 
 
 def test_blackwell_counter_names_and_fp4_class() -> None:
-    """No Blackwell capture exists here: a launch holding gb100's counter names (research-13 §1-2).
+    """No Blackwell capture exists here: a launch holding gb100's counter names (docs/hopper-measurements.md §1-2).
     fp8/fp6 work lands in the f8f6f4 names, NVFP4/MXFP4 in fp4_dst_fp32, tcgen05 on the TC pipe."""
     from kernelscope import catalogue as C
     from kernelscope.analysis.derive import derive

@@ -159,7 +159,7 @@ def test_ncu_verdicts_beside_ours(fx: Path) -> None:
 
 
 def test_blackwell_fp4_work_is_held_to_the_fp4_peak() -> None:
-    """No Blackwell capture exists here: a launch holding gb100's counter names (research-13 §1-2)."""
+    """No Blackwell capture exists here: a launch holding gb100's counter names (docs/hopper-measurements.md §1-2)."""
     ops = C.TENSOR_OPS
     metrics = {C.COMPUTE_CAPABILITY: 10.0, **dict.fromkeys(ops.values(), 0.0), ops["fp4_dst_fp32"]: 1.5e13,
                C.TENSOR_TC_INST: 1e6, C.DURATION: 2e6, C.DRAM_READ: 1e9, C.DRAM_WRITE: 0.0}

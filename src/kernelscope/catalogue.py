@@ -7,7 +7,7 @@ Groups: `roofline` is our default `--metrics` list; `stalls` is the stalls add-o
 with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full` only with ncu's
 `--set full`; `launch` is recorded by ncu with every profiled launch (no pass, no request needed);
 `blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,
-research-13 §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
+docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
 (ncu refuses a metric name the chip lacks).
 """
 

@@ -61,7 +61,7 @@ def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None) -> Li
     if dur is not None and dur <= LAUNCH_BOUND_NS:
         return Limiter("launch", C.DURATION, "launch overhead", None, None, None,
                        f"{dur / 1e3:.2f} µs on the GPU, within 2x the {EMPTY_KERNEL_NS / 1e3:.2f} µs an empty kernel "
-                       "takes (H200, research-13 §8): the launch, not the work, sets its cost")
+                       "takes (H200, docs/hopper-measurements.md §8): the launch, not the work, sets its cost")
     if waves is not None and waves < GRID_WAVES:
         return Limiter("grid", C.WAVES, "grid under one wave", None, None, None,
                        f"{waves:.2f} waves: {100 * (1 - waves):.0f} % of the SMs' block slots get no block")

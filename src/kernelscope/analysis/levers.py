@@ -209,7 +209,7 @@ LEVERS: tuple[LeverRule, ...] = (
               _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("cuda-graph", "graphs", lambda f: f.limiter.kind == "launch",
               lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
-              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: the host launch (3.3 µs a launch back to back on an H200, research-13 §8) sets its cost, and a graph pays it once",
+              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: the host launch (3.3 µs a launch back to back on an H200, docs/hopper-measurements.md §8) sets its cost, and a graph pays it once",
               _none, f"the gaps between its launches vanish: {NSYS}", 3, 1),
     LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
               lambda f: "fuse it into a neighbouring kernel (torch.compile), so its launch disappears",

@@ -1,7 +1,7 @@
 """ncu's own verdicts beside ours: its SOLBottleneck title and the launch, occupancy, pipe and issue
 rules that fired, whether they agree with our bound, and when they do not, why, in one line.
 
-ncu's SOLBottleneck (SpeedOfLight.py in ncu 2025.3.1, research-13 §4) weighs two figures, SM
+ncu's SOLBottleneck (SpeedOfLight.py in ncu 2025.3.1, docs/hopper-measurements.md §4) weighs two figures, SM
 throughput and memory throughput, each the busiest unit of a breakdown over elapsed cycles, against
 lines at 60 % and 80 %. We hold each roof on its own (a FLOP rate at the measured clock and the
 kernel's tensor path, HBM, L2, each pipe), so the two part where one unit's figure differs.

@@ -19,7 +19,7 @@ PIPE_NAMES: dict[str, str] = {
 
 def sm_clock(rec: KernelRecord) -> tuple[float | None, str]:
     """The SM clock a launch ran at, capped at the device's maximum: a kernel of a few µs reads above
-    it (2.26 GHz on a 1.98 GHz H200, research-13 §5)."""
+    it (2.26 GHz on a 1.98 GHz H200, docs/hopper-measurements.md §5)."""
     clock, khz = rec.sm_clock_hz, rec.metrics.get(C.MAX_SM_CLOCK_KHZ)
     if clock is not None and khz and clock > khz * 1e3:
         return khz * 1e3, f"SM clock read {clock / 1e6:.0f} MHz, above the device maximum {khz / 1e3:.0f} MHz: capped"
@@ -106,7 +106,7 @@ def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
 
 def sm_roofs(rec: KernelRecord) -> list[Limiter]:
     """Each pipe and the issue slots. The tensor pipe gives way to the tensor FLOP roof when tensor
-    work was counted: a pinned pipe is not peak FLOP on the mma.sync path (research-13 §1)."""
+    work was counted: a pinned pipe is not peak FLOP on the mma.sync path (docs/hopper-measurements.md §1)."""
     tensor_work = any(v for k, v in (rec.flops or {}).items() if k.startswith("tensor_"))
     out = []
     for pipe, busy in (rec.pipe_busy or {}).items():

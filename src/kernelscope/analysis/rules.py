@@ -18,7 +18,7 @@ NEAR_ROOF_PCT = 60.0
 BOUNDARY_PCT = 5.0  # within this many points of a line, or of a runner-up on the other side, say both
 # L2 is named over HBM only when it serves reuse: a stream through L2 moves 1-2x the DRAM bytes.
 L2_REUSE_RATIO = 2.0
-# An empty kernel takes 1.66 µs on an H200 (gpu__time_duration, research-13 §8); a kernel within
+# An empty kernel takes 1.66 µs on an H200 (gpu__time_duration, docs/hopper-measurements.md §8); a kernel within
 # twice that is launch overhead, whatever its figures.
 EMPTY_KERNEL_NS = 1_660.0
 LAUNCH_BOUND_NS = 2 * EMPTY_KERNEL_NS

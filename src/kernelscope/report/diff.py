@@ -1,8 +1,9 @@
 """Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are matched by identity
 (the kernel name; the n-th kernel of a name in one with the n-th in the other), each side's launches
 of a kernel together: time is the mean per launch, the other figures are the representative
-launch's (the launch whose verdict stands for the kernel, analysis/groups.py). A comparison means something only when both sides were
-captured alike: the same device, metric set, measured figures, shapes and model (`mismatches`).
+launch's (the launch whose verdict stands for the kernel, analysis/groups.py). A comparison means
+something only when both sides were captured alike: the same device, metric set, measured figures,
+shapes and model (`mismatches`).
 A time gate also applies to the summed kernel time of each side, which sees what a match by name
 cannot: a kernel added, or one swapped for a differently named one (a library picking another tile
 configuration) that is slower."""
