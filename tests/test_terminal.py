@@ -47,11 +47,12 @@ def test_table_fits_every_width_and_keeps_name_tails(fx: Path, columns: int) -> 
     assert [r.split()[0] for r in rows] == ["1", "2", "3"]  # ranks, not launch ids
     bf16 = next(r for r in rows if "gemm_bf16" in r or "bf16" in r.split()[2])
     assert "coopA_NNT" in bf16  # the tile-shape tail of the name survives elision
-    assert {"time µs", "bound", "SoL %"} <= set(re.split(r"\s{2,}", head))  # the essentials stay
+    assert {"time µs", "bound", "roof %"} <= set(re.split(r"\s{2,}", head))  # the essentials stay
     if columns == 60:
         assert "…" in bf16 and "not shown at 60 columns: time %" in res.stdout
     if columns == 200:
         assert "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT" in bf16 and "next lever" in head
+        assert re.search(r"compute\s+tensor bf16 \(wgmma\)\s+93\s+82\s", bf16)  # roof at its clock, datasheet beside
         assert "not shown" not in res.stdout
 
 

@@ -2,7 +2,9 @@
 together, `analysis.groups`) or one a launch on request, ranked by time, so that "#3" means the
 same kernel in the table, on the roofline and in the frontier. Figures, names and units come from
 the one column spec (kernelscope/columns.py); a grouped row shows the summed time and the figures
-of the kernel's longest launch, whose verdict stands for it."""
+of the kernel's representative launch, whose verdict stands for it. `roof` and `roof %` are the
+roof the verdict stands on, at the clock the kernel ran at; `SoL comp`/`SoL mem` are the datasheet
+figures beside it."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 from ..analysis.frontier import FrontierItem, frontier
 from ..analysis.groups import KernelGroup, group
 from ..columns import BY_NAME, value
-from ..model import Assessment
+from ..model import Assessment, Limiter
 from .style import BOUND_ANSI
 from .table import NAME, ORIGIN, Col, Table
 
@@ -78,13 +80,20 @@ def _f(spec: str, scale: float = 1.0) -> Any:
     return lambda v: format(v * scale, spec)
 
 
-def _roof(key: str) -> str:
-    return key.rsplit(".", 1)[-1]
+def nearest_roof(a: Assessment) -> Limiter | None:
+    """The roof the verdict stands on: the limiter, or for a latency-bound kernel (no roof reached)
+    the nearest roof, so the row says how far it is from any."""
+    if a.limiter.pct is not None:
+        return a.limiter
+    return a.runner_up if a.runner_up is not None and a.runner_up.pct is not None else None
+
+
+def _roof_name(r: Limiter) -> str:
+    return r.name.replace(" roof", "")
 
 
 # (column-spec name, label, scale, format, hidden-when-narrow rank)
 FIGURES: tuple[tuple[str, str, float, str, int], ...] = (
-    ("pct_sol", "SoL", 1.0, ".0f", 0),
     ("pct_sol_compute", "SoL comp", 1.0, ".0f", 7),
     ("pct_sol_memory", "SoL mem", 1.0, ".0f", 8),
     ("arithmetic_intensity", "AI", 1.0, ".1f", 9),
@@ -115,9 +124,9 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
     cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), _f(".1f", 1e-3), right=True),
              Col("time_share_pct", "time %", _f(".1f"), right=True, drop=2),
              Col("bound", "bound", colour=BOUND_ANSI.get),
+             Col("roof", "roof", drop=3), Col("roof_pct", "roof %", _f(".0f"), right=True),
              *[Col(name, heading(label, name, scale), _f(spec, scale), right=True, drop=drop)
                for name, label, scale, spec, drop in FIGURES],
-             Col("ceiling_key", "roof", _roof, drop=3),
              Col("next_lever", "next lever", drop=6)]
     out = []
     for r in rows:
@@ -129,8 +138,9 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
             vals.append(len(g.launches))
         if per_launch:
             vals.append(a.record.launch_id)
+        roof = nearest_roof(a)
         vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, a.bound,
-                 *[value(a, name) for name, *_ in FIGURES], value(a, "ceiling_key"),
-                 a.next_levers[0].rule if a.next_levers else None]
+                 None if roof is None else _roof_name(roof), None if roof is None else roof.pct,
+                 *[value(a, name) for name, *_ in FIGURES], a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)
     return Table(tuple(cols), out, title, notes)
