@@ -89,6 +89,11 @@ def test_report_at_1280px(fx: Path, tmp_path: Path, browser: Any) -> None:
     divergent = page.locator("#stalls tr", has_text="divergent_fma")
     assert "not_selected 61 %" in divergent.inner_text()
     assert "not_selected" in page.locator("#stalls").locator("xpath=preceding-sibling::p[1]").inner_text()
+    # a verdict shows what it stands on: its figures, ncu's verdict beside it, who owns the code
+    fp8 = page.locator("details", has_text="nvjet_sm90_qqtst").first
+    fp8.evaluate("e => e.open = true")
+    assert "ncu's verdict, differs: ncu: SM 48 %, memory 51 % → Small Grid" in fp8.inner_text()
+    assert "evidence: L2 72 % of its peak throughput" in fp8.inner_text()
     shot = tmp_path / "report.png"
     page.goto(out.as_uri())
     page.screenshot(path=str(shot))

@@ -82,6 +82,8 @@ def test_details_on_request(fx: Path) -> None:
     res = cli("analyze", str(fx / "decode_gemm.ncu-rep"), "--details", columns=200)
     assert "memory-bound at the HBM roof: 81 % of it at the measured 3195 MHz" in res.stdout
     assert "memory ceiling h200-sxm.memory.hbm = 4.8 TB/s" in res.stdout
+    assert "evidence: HBM 3.88 TB/s = 81 % of 4.79 TB/s" in res.stdout  # the figures that decided
+    assert "ncu's verdict, agrees: ncu: SM " in res.stdout and "code: cuBLAS (library" in res.stdout
     narrow = cli("analyze", str(fx / "decode_gemm.ncu-rep"), "--details", columns=70).stdout
     assert max(len(line) for line in narrow.splitlines()) <= 70 and "1. [batch-rows]" in narrow
 

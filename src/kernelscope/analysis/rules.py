@@ -26,7 +26,7 @@ GRID_WAVES = 0.8  # under this many waves, 20 % or more of the SMs' block slots 
 DIVERGENCE_PCT = 20.0  # branch targets not uniform across the warp
 SIMT_EFFICIENCY_PCT = 80.0  # active threads per executed instruction, % of 32
 DOMINANT_STALL_PCT = 30.0  # one reason holds this share of stalled warp-cycles
-TAIL_IDLE_PCT = 15.0  # SM slots idle in the last wave, as % of all wave slots
+TAIL_IDLE_PCT = 15.0  # SM slots idle in the last (or only) wave, as % of all wave slots
 OCCUPANCY_LOW_PCT = 50.0  # theoretical occupancy at or under this is a limiter worth naming
 
 KIND_BOUND: dict[LimiterKind, Bound] = {
@@ -128,8 +128,8 @@ LIMITERS: tuple[LimiterRule, ...] = (
                 lambda f: "shared_mem" in (f.rec.occupancy_limiter or "") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
                 lambda f: f"occupancy limited by shared memory ({(f.rec.shared_mem_per_block_bytes or 0) / 1024:.1f} KiB/block as ncu reports it, driver's 1 KiB included): theoretical {_pct(f.rec.theoretical_occupancy_pct)}"),
     LimiterRule("sub-wave-grid",
-                lambda f: f.lt(f.rec.waves_per_sm, 1.0),
-                lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.1f} % of one wave: some block slots idle the whole kernel"),
+                lambda f: f.lt(f.rec.waves_per_sm, 1.0) and f.ge(f.tail_idle_pct, TAIL_IDLE_PCT),
+                lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.1f} % of one wave: {f.tail_idle_pct:.0f} % of the block slots idle the whole kernel"),
     LimiterRule("tail-effect",
                 lambda f: f.ge(f.tail_idle_pct, TAIL_IDLE_PCT) and f.ge(f.rec.waves_per_sm, 1.0),
                 lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, {f.tail_idle_pct:.0f} % of SM slots idle in the last wave"),

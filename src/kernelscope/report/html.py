@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .kernels import Ranked, kernel_frontier, total_time
+from .kernels import Ranked, judgement, kernel_frontier, total_time
 from .kernels import table as kernel_table
 from .roofline_data import RooflineData
 from .roofline_plot import render_svg
@@ -48,7 +48,8 @@ white-space:nowrap;text-align:center}.bar{display:flex;height:20px;border:1px so
 white-space:pre-line;box-shadow:2px 2px 6px #0003;pointer-events:none;z-index:9;max-width:520px}
 #roofline svg{width:100%;height:auto;display:block}.legend span{display:inline-block;width:10px;height:10px;
 margin:0 4px 0 12px;vertical-align:middle}.legend{font-size:12px}
-details{margin:6px 0;border:1px solid #e6e6e6;border-radius:4px;padding:4px 10px}summary{cursor:pointer}
+details{margin:6px 0;border:1px solid #e6e6e6;border-radius:4px;padding:4px 10px}
+summary{cursor:pointer;overflow-wrap:anywhere}ul.stands{font-size:12.5px;color:#333}
 .lever{margin:6px 0}.lever b{color:#111}.note{color:#555;font-size:12.5px}
 #frontier td:first-child{white-space:nowrap}#stalls td.name{width:34%}
 """ + bounds
@@ -174,9 +175,11 @@ def _verdict(r: Ranked, open_: bool) -> str:
                      f"confirm: {_e(lv.confirm)}</div>" for k, lv in enumerate(a.next_levers, 1))
     unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(rec.unmeasured))}</p>" if rec.unmeasured else ""
     roofs = f"ceilings {_e(a.compute_ceiling_key or '—')} and {_e(a.memory_ceiling_key)}"
+    stands = "".join(f"<li><b>{_e(label)}</b>: {_e(text)}</li>" for label, text in judgement(a))
     return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>#{r.rank} {_e(rec.name)}</b> — "
-            f"{_e(a.verdict)}</summary><p class='note'>{roofs}; {len(r.group.launches)} launch(es), the longest "
-            f"shown</p><ul>{limiters}</ul>{levers}{unmeasured}</details>")
+            f"{_e(a.verdict)}</summary><ul class='stands'>{stands}</ul><p class='note'>{roofs}; "
+            f"{len(r.group.launches)} launch(es), the representative one shown</p><ul>{limiters}</ul>{levers}"
+            f"{unmeasured}</details>")
 
 
 def _context(ctx: Mapping[str, str]) -> str:

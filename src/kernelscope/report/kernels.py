@@ -88,6 +88,19 @@ def nearest_roof(a: Assessment) -> Limiter | None:
     return a.runner_up if a.runner_up is not None and a.runner_up.pct is not None else None
 
 
+def judgement(a: Assessment) -> list[tuple[str, str]]:
+    """What a verdict stands on, as (label, text) lines for the detailed views: the figures that
+    decided it, ncu's own verdict and rules beside it, and who owns the code (which sets the levers)."""
+    agrees = {True: "agrees", False: "differs", None: "not compared"}[a.ncu.agrees]
+    p = a.provenance
+    out = [("evidence", e) for e in a.evidence]
+    out.append((f"ncu's verdict, {agrees}", a.ncu.why))
+    if a.ncu.rules:
+        out.append(("ncu rules fired", ", ".join(a.ncu.rules)))
+    out.append(("code", f"{p.family} ({p.kind}{', warp-specialised' if p.warp_specialised else ''}): {p.evidence}"))
+    return out
+
+
 def _roof_name(r: Limiter) -> str:
     return r.name.replace(" roof", "")
 

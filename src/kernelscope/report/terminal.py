@@ -40,14 +40,15 @@ def frontier_lines(rows: Sequence[Ranked], width: int | None, shown: int = FRONT
 
 
 def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
-    """One kernel's verdict, ceilings, limiters and levers (its longest launch's)."""
+    """One kernel's verdict with what it stands on, ceilings, limiters and levers (its representative
+    launch's)."""
     a, g = r.lead, r.group
     rec = a.record
     times = [t / 1e3 for t in (x.record.duration_ns for x in g.launches) if t is not None]
     spread = (f"{len(g.launches)} launches, {min(times):.1f}-{max(times):.1f} µs" if len(g.launches) > 1 and times
               else f"launch {rec.launch_id}")
     out = wrap(f"#{r.rank} {rec.name} ({source}, {spread}, {rec.device or 'device unknown'})", width)
-    lines = [a.verdict]
+    lines = [a.verdict, *(f"{label}: {text}" for label, text in kernels.judgement(a))]
     roof = (f"compute ceiling {a.compute_ceiling_key} = {_n(a.compute_ceiling_tflops, 'g')} TFLOP/s, "
             if a.compute_ceiling_key else "")
     lines.append(f"{roof}memory ceiling {a.memory_ceiling_key} = {a.memory_ceiling_tbps:g} TB/s"
