@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,17 @@ def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
     decode = next(p for p in data.points if p.name.startswith("nvjet_sm90_tst_64x8"))
     assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_788_736)
     assert decode.roof == "h200-sxm.compute.bf16" and decode.bound == "memory"
+
+
+def test_a_measured_zero_flop_kernel_is_listed_not_placed(fx: Path) -> None:
+    """A copy kernel (FLOP counters collected, all zero) has AI 0: not a point on log axes, and not
+    a hollow 'AI unmeasured' point either."""
+    items, table = kernelscope.analyze([str(fx / "decode_gemm.ncu-rep")])
+    rec = items[0].record
+    copy = replace(items[0], record=replace(rec, flops={"tensor_bf16": 0.0}, arithmetic_intensity=0.0,
+                                            achieved_tflops=0.0))
+    data = roofline_data.build(ranked([copy]), table)
+    assert data.points == () and data.no_flops == (1,) and data.unplaced == ()
 
 
 @pytest.mark.parametrize("ext", ["png", "svg", "pdf"])

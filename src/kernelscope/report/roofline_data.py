@@ -3,7 +3,9 @@
 is the kernel's rank in the table). Each point names the roof it is held to: a kernel is judged
 against the peak of its own precision, and the plot links it to that roof, not the nearest one.
 A kernel without measured intensity is placed by SM busy against its family's ceiling at that
-ceiling's ridge, and flagged hollow: never drawn as measured."""
+ceiling's ridge, and flagged hollow: never drawn as measured. A kernel measured doing no FLOP (a
+copy) is listed apart, not drawn: it has no place on log axes, and placing it by SM busy would
+draw a measured zero as unmeasured."""
 
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ class RooflineData:
     memory_tbps: float
     roofs: tuple[Roof, ...]
     points: tuple[Point, ...]  # in rank order
-    unplaced: tuple[int, ...]  # ranks of kernels with nothing honest to place them by
+    unplaced: tuple[int, ...]  # ranks of kernels with nothing honest to place them by (no AI, no SM busy)
+    no_flops: tuple[int, ...]  # ranks of kernels measured doing no FLOP: zero has no place on log axes
 
 
 def _short(key: str | None) -> str:
@@ -61,7 +64,9 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
     mem = dev.memory.value or 0.0
     total_ns = total_time(rows)
     roofs: dict[str, Roof] = {}
-    points, unplaced = [], []
+    points: list[Point] = []
+    unplaced: list[int] = []
+    no_flops: list[int] = []
     for row in rows:
         a, r = row.lead, row.lead.record
         share = (row.total_ns or 0.0) / total_ns
@@ -75,7 +80,10 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
             "SoL": f"compute {_fmt(a.pct_sol_compute, '.0f', '%')} ({_short(a.compute_ceiling_key)}) · memory "
                    f"{_fmt(a.pct_sol_memory, '.0f', '%')} ({_short(a.memory_ceiling_key)})",
         }
-        if r.arithmetic_intensity and r.achieved_tflops:
+        if r.arithmetic_intensity is not None and r.achieved_tflops is not None:
+            if r.arithmetic_intensity <= 0 or r.achieved_tflops <= 0:
+                no_flops.append(row.rank)
+                continue
             ceiling = (a.compute_ceiling_key, a.compute_ceiling_tflops)
             point = Point(row.rank, r.name, r.arithmetic_intensity, r.achieved_tflops, True, a.bound, share,
                           a.compute_ceiling_key, details)
@@ -93,4 +101,4 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
             roofs[key] = Roof(key, tflops, tflops / mem)
         points.append(point)
     return RooflineData(dev.memory.key, mem, tuple(sorted(roofs.values(), key=lambda x: x.tflops)),
-                        tuple(points), tuple(unplaced))
+                        tuple(points), tuple(unplaced), tuple(no_flops))

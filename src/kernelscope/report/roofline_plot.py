@@ -193,8 +193,10 @@ def _side(fig: Figure, renderer: RendererBase, legend: list[Line2D], data: Roofl
     if rest > 0:
         share = sum(p.time_share for p in data.points[len(shown):])
         lines.append(f"+ {rest} more kernel(s), {100 * share:.0f} % of time\n   (hover them in the HTML report)")
-    if data.unplaced:
-        lines.append(f"not drawn (no AI and no SM busy): #{', #'.join(map(str, data.unplaced[:8]))}")
+    for ranks, why in ((data.no_flops, "no FLOP measured"), (data.unplaced, "no AI and no SM busy")):
+        if ranks:
+            lines.append(f"not drawn ({why}): #{', #'.join(map(str, ranks[:8]))}"
+                         + (f" +{len(ranks) - 8} more" if len(ranks) > 8 else ""))
     fig.text(SIDE_X, bottom - 0.03, "\n".join(lines), fontsize=7, family="monospace", va="top", ha="left",
              linespacing=1.35)
 
