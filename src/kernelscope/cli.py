@@ -18,11 +18,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from . import argtypes as T
 from .errors import Interrupted, KernelscopeError
+
+if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
+    from .app import CaptureRequest, CaptureResult
+    from .k8s.inspect import Inspection
+    from .ncu.plan import CapturePlan
 
 Handler = Callable[[argparse.Namespace], int]
 FORMATS = ("table", "json", "csv", "markdown")
@@ -253,7 +258,7 @@ def _kernels(a: argparse.Namespace) -> tuple[str, ...]:
     return tuple(a.kernel or ()) + (kernels(a.kernel_set) if getattr(a, "kernel_set", None) else ())
 
 
-def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> object:
+def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
     from .ncu.plan import CapturePlan, parse_attach
 
     return CapturePlan(
@@ -265,18 +270,15 @@ def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> object:
         profile_from_start=getattr(a, "profile_from_start", "on") == "on")
 
 
-def _capture_request(a: argparse.Namespace, plan: object) -> object:
+def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:
     from .app import CaptureRequest, parse_context
 
-    return CaptureRequest(plan=plan, out=Path(a.out), command=("kernelscope", *sys.argv[1:]), ncu=a.ncu,  # type: ignore[arg-type]
+    return CaptureRequest(plan=plan, out=Path(a.out), command=("kernelscope", *sys.argv[1:]), ncu=a.ncu,
                           dry_run=a.dry_run, allow_unscoped=getattr(a, "allow_unscoped", False),
                           force=getattr(a, "force", False), context=parse_context(a.context or []))
 
 
-def _print_capture(result: object) -> int:
-    from .app import CaptureResult
-
-    assert isinstance(result, CaptureResult)
+def _print_capture(result: CaptureResult) -> int:
     for f in result.findings:
         say(f"{f.level}: {f.message}")
     if result.analytic is not None:
@@ -296,7 +298,7 @@ def _print_capture(result: object) -> int:
 def cmd_capture(a: argparse.Namespace) -> int:
     from . import app
 
-    return _print_capture(app.capture(_capture_request(a, _plan(a, a.target)), say))  # type: ignore[arg-type]
+    return _print_capture(app.capture(_capture_request(a, _plan(a, a.target)), say))
 
 
 def cmd_op(a: argparse.Namespace) -> int:
@@ -304,7 +306,7 @@ def cmd_op(a: argparse.Namespace) -> int:
 
     a.kernel = None
     a.launch_skip, a.launch_count = 0, 1
-    req = app.OpRequest(harness=a, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))  # type: ignore[arg-type]
+    req = app.OpRequest(harness=a, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
     return _print_capture(app.op(req, say))
 
 
@@ -336,10 +338,7 @@ def cmd_ceilings_list(a: argparse.Namespace) -> int:
     return 0
 
 
-def _print_inspection(ins: object) -> None:
-    from .k8s.inspect import Inspection
-
-    assert isinstance(ins, Inspection)
+def _print_inspection(ins: Inspection) -> None:
     print(f"deployment {ins.namespace}/{ins.deployment}: {ins.replicas} replica(s), GPU container {ins.container}, "
           f"image {ins.image}, node {ins.node or '?'}, pod {ins.pod or 'none'}, "
           f"{ins.tensor_parallel} GPU worker process(es)")
@@ -373,7 +372,7 @@ def _k8s_capture(a: argparse.Namespace) -> int:
     from .k8s.capture import K8sCaptureRequest
 
     req = K8sCaptureRequest(
-        namespace=a.namespace, target=a.deployment, plan=_plan(a), out=Path(a.out),  # type: ignore[arg-type]
+        namespace=a.namespace, target=a.deployment, plan=_plan(a), out=Path(a.out),
         command=("kernelscope", *sys.argv[1:]), tools_image=a.tools_image, ncu_home=a.ncu_home,
         ncu_in_image=a.ncu_in_image, pull_secret=a.pull_secret, release=a.release, container=a.container,
         entrypoint=tuple(shlex.split(a.entrypoint)) if a.entrypoint else None, strategy=a.strategy,

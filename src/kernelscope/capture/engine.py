@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -70,9 +70,9 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
     secrets = redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())])
     (stage / f"{stem}.log").write_text(redact.text(outcome.output, secrets))
     profiled = tuple(PROFILED.findall(outcome.output))
-    base = dict(kernel_filter=unit.kernel_filter, kernels=unit.kernels, ncu_argv=tuple(shown),
-                exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
-                profiled=profiled, wall_s=round(outcome.wall_s, 2))
+    base = CaptureRecord(kernel_filter=unit.kernel_filter, kernels=unit.kernels, report=None, ncu_argv=tuple(shown),
+                         exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
+                         profiled=profiled, wall_s=round(outcome.wall_s, 2))
     if not outcome.complete:
         found = diagnose(outcome.output, plan.target, transport.gpu_facts().driver_cuda_version, ctx.app_cuda,
                          unit.kernel_filter, plan.launch_skip)
@@ -90,8 +90,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                 found = [d for d in found if d.cause != "filter-matched-nothing"] + listed
         tail = "" if found else "; ncu said: " + " | ".join(outcome.output.strip().splitlines()[-4:])
         error = f"ncu profiled no kernel for --kernel {unit.kernel_filter!r} (exit {outcome.exit_code}){tail}"
-        return CaptureRecord(report=None, error=redact.text(error, secrets), causes=tuple(d.cause for d in found),
-                             **base), found  # type: ignore[arg-type]
+        return replace(base, error=redact.text(error, secrets), causes=tuple(d.cause for d in found)), found
     exports = {}
     for page, section, suffix in EXPORTS:
         code, text = transport.run(import_argv(remote, page, ctx.ncu.path, section), timeout)
@@ -100,7 +99,6 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
             (stage / name).write_text(text)
             exports[page if section is None else f"{page}:{section}"] = name
     profiled = tuple(k.name for k in read_file(local))  # what the report holds, not what ncu printed
-    base["profiled"] = profiled
     missing = unmatched_kernels(unit.kernels, profiled)
     found = []
     if missing:
@@ -108,8 +106,8 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                            f"one session covered {len(unit.kernels)} kernels and its {unit.launch_count} launches "
                            f"went to others; not captured: {', '.join(missing)}",
                            "raise --launch-count, or capture these kernels on their own")]
-    return CaptureRecord(report=f"{stem}.ncu-rep", exports=exports, causes=tuple(d.cause for d in found),
-                         error=found[0].explanation if found else None, **base), found  # type: ignore[arg-type]
+    return replace(base, report=f"{stem}.ncu-rep", exports=exports, profiled=profiled,
+                   causes=tuple(d.cause for d in found), error=found[0].explanation if found else None), found
 
 
 def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context, timeout: float = 600.0,
