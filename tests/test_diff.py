@@ -152,7 +152,7 @@ def test_context_check_on_bundles(fx: Path, tmp_path: Path, capsys: pytest.Captu
 
 @pytest.mark.parametrize("expr,problem", [
     ("duration_ns>>5%", "expected FIGURE OP LIMIT[%]"), ("verdict>5%", "'verdict' is not a number figure"),
-    ("duration>5%", "'duration' is not a number figure"),
+    ("duration>5%", "'duration' is not a number figure"), ("launch_id>0", "'launch_id' is not a number figure"),
 ])
 def test_bad_gate_is_one_line(pair: Callable[[float], tuple[str, str]], capsys: pytest.CaptureFixture[str],
                               expr: str, problem: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -144,3 +145,14 @@ def test_progress_shows_only_past_its_delay_on_its_own_stream() -> None:
     with Ticker(quick) as tick:  # the default two seconds: a quick run says nothing
         tick.step("reading")
     assert quick.getvalue() == ""
+
+
+def test_a_directory_of_separate_reports_labels_each(fx: Path, tmp_path: Path) -> None:
+    """Two captures of the same GEMM in one plain directory stay told apart; a bundle stays one name."""
+    caps = tmp_path / "caps"
+    caps.mkdir()
+    for name in ("gemm_bf16.ncu-rep", "g_rmin.ncu-rep"):
+        shutil.copy(fx / name, caps / name)
+    res = cli("analyze", str(caps), str(fx / "bundle_attn_causal"))  # piped: nothing elided
+    _, _, *rows = table_lines(res.stdout)
+    assert sorted(r.split()[2] for r in rows) == ["bundle_attn_causal", "caps/g_rmin", "caps/gemm_bf16"]

@@ -41,7 +41,7 @@ def test_decode_gemm_is_memory_bound(fx: Path) -> None:
     assert "use-tensor-cores" not in [lv.rule for lv in a.next_levers]  # it uses them; it is memory-bound
 
 
-def test_softmax_is_memory_side_and_not_compute_roof(fx: Path) -> None:
+def test_softmax_left_of_its_ridge_is_issue_bound_not_at_a_flop_roof(fx: Path) -> None:
     a = assess(fx, "softmax.ncu-rep.gz")
     assert a.record.dominant_precision == "fp32"
     assert a.compute_ceiling_key == "h200-sxm.compute.fp32"

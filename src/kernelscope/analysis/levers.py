@@ -161,7 +161,7 @@ LEVERS: tuple[LeverRule, ...] = (
               "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum", 3, 1),
     LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured",
               _wgmma_action,
-              lambda f: f"mma.sync reaches {100 * (f.path_ratio or 1):.0f} % of the wgmma peak on this chip: up to {1 / (f.path_ratio or 1):.1f}x on the tensor work (FlashAttention-3 authors; 628 vs 787 TFLOP/s measured on an H200)",
+              lambda f: f"mma.sync's roof is {100 * (f.path_ratio or 1):.0f} % of the wgmma peak on this chip (FlashAttention-3 authors): up to {1 / (f.path_ratio or 1):.1f}x on the tensor work, roof to roof; measured on an H200, 628 TFLOP/s mma.sync vs 787 cuBLAS wgmma, 1.25x",
               lambda f: 1 / (f.path_ratio or 1), f"tensor_path reads wgmma and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("lower-precision", "precision", lambda f: f.limiter.kind == "tensor" and f.step is not None,
               _precision_action,

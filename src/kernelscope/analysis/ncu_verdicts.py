@@ -55,7 +55,9 @@ def _ours(bound: Bound, lim: Limiter, runner: Limiter | None) -> str:
 
 def _why(rec: KernelRecord, title: str, lim: Limiter) -> str:
     """One line on why ours differs from ncu's title."""
-    sm, mem = rec.sm_busy_pct or 0.0, rec.memory_busy_pct or 0.0
+    sm, mem = rec.sm_busy_pct, rec.memory_busy_pct
+    if sm is None or mem is None:
+        return "ncu's SM and memory figures are not both in the report: what its title weighed cannot be shown"
     if lim.pct is not None and AGREES_WITH[title] == frozenset({"latency"}):
         return (f"ncu's two figures are both under {NEAR_ROOF_PCT:.0f} %, but {OURS_HOW[lim.kind]} reads "
                 f"{lim.pct:.0f} %")

@@ -71,7 +71,7 @@ class CapturePlan:
     graph_profiling: GraphProfiling = "node"
     filter_mode: FilterMode = "global"  # per-gpu: the launch window applies on each GPU (TP ranks)
     profile_from_start: bool = True
-    one_session: bool = False  # all kernels in one filter (attach sessions, one wrapped pod)
+    one_session: bool = False  # all kernels in one filter (one wrapped pod: one ncu, one model load)
     notes: tuple[str, ...] = field(default=())
 
     def with_notes(self, *notes: str) -> CapturePlan:
@@ -138,8 +138,9 @@ def combined_filter(kernels: tuple[str, ...]) -> str:
 
 
 def one_session(plan: CapturePlan, why: str) -> CapturePlan:
-    """All kernels through one ncu session (measured with ncu 2025.3.1: a launched process takes a
-    single attach session; a wrapped pod runs one ncu)."""
+    """All kernels through one ncu session: a wrapped sister pod runs one ncu over one model load.
+    (Attach needs no such merging: a launched process takes sequential attach sessions, one per
+    kernel, measured with ncu 2025.3.1 in bench/attach_again.py.)"""
     if len(plan.kernels) < 2:
         return plan
     return replace(plan, one_session=True).with_notes(

@@ -17,7 +17,8 @@ from ..errors import KernelscopeError
 _EXPR = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%?)\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, "<": operator.lt, ">=": operator.ge,
                                                    "<=": operator.le}
-NUMBERS = tuple(c.name for c in BY_NAME.values() if c.kind in ("number", "integer"))
+IDENTITY = frozenset({"launch_id"})  # a number that names a launch, not a figure that can regress
+NUMBERS = tuple(c.name for c in BY_NAME.values() if c.kind in ("number", "integer") and c.name not in IDENTITY)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 from ..analysis.frontier import FrontierItem, frontier
@@ -65,14 +65,20 @@ def kernel_frontier(rows: Sequence[Ranked]) -> list[tuple[int, FrontierItem]]:
 REPORT_SUFFIXES = (".ncu-rep.gz", ".ncu-rep", ".csv.gz", ".csv")
 
 
+def _stem(name: str) -> str:
+    return next((name[: -len(x)] for x in REPORT_SUFFIXES if name.endswith(x) and len(name) > len(x)), name)
+
+
 def origin_labels(inputs: Sequence[PurePath], sources: Sequence[str]) -> dict[str, str]:
     """Report path -> the name of the input it came from (the file without its report extension,
-    or the bundle directory): what a reader typed, never this machine's path."""
+    or the bundle directory): what a reader typed, never this machine's path. A plain directory of
+    reports (no manifest.json: separate captures, not one bundle) labels each by directory/report."""
     out = {}
     for s in sources:
         path = PurePath(s)
-        name = next((p for p in inputs if path == p or p in path.parents), path).name
-        out[s] = next((name[: -len(x)] for x in REPORT_SUFFIXES if name.endswith(x) and len(name) > len(x)), name)
+        given = next((p for p in inputs if path == p or p in path.parents), path)
+        loose = given != path and not Path(given, "manifest.json").exists()
+        out[s] = f"{given.name}/{_stem(path.relative_to(given).as_posix())}" if loose else _stem(given.name)
     return out
 
 
