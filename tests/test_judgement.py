@@ -27,8 +27,9 @@ CASES = [
     ("fp8_gemm.ncu-rep", "memory", "l2", C.L2_PCT, "wgmma", "library", True, "another-algorithm", "algorithm"),
     ("attention_fa2.ncu-rep.gz", "latency", "latency", C.STALLS["wait"], "mma.sync", "open", False, "wgmma-kernel",
      "kernel"),
-    ("attention_cudnn.ncu-rep", "compute", "tensor", f"{BF16}@wgmma", "wgmma", "library", True, "lower-precision",
-     "precision"),
+    # 71 % of its roof: another cuDNN engine (gain 2, cost 1) before fp8 attention (gain 3, cost 3)
+    ("attention_cudnn.ncu-rep", "compute", "tensor", f"{BF16}@wgmma", "wgmma", "library", True, "another-algorithm",
+     "algorithm"),
     ("softmax.ncu-rep.gz", "compute", "issue", C.ISSUE_ACTIVE, None, "open", False, "stream-once", "kernel"),
     ("randn.ncu-rep.gz", "compute", "issue", C.ISSUE_ACTIVE, None, "open", False, "stream-once", "kernel"),
     ("tiny.ncu-rep.gz", "latency", "launch", C.DURATION, None, "open", False, "cuda-graph", "graphs"),

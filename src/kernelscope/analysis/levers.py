@@ -258,7 +258,9 @@ FALLBACK = LeverRule(
 
 
 def levers(f: Facts) -> tuple[Lever, ...]:
-    """The rules that fire and that the kernel's owner can pull, best first."""
+    """The rules that fire and that the kernel's owner can pull, best first: by gain / cost, the
+    order the frontier ranks them in within one kernel (frontier.py), so a kernel's first lever
+    is the one the frontier puts first for it."""
     fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)] or [FALLBACK]
     out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, r.unlock(f)) for r in fired]
-    return tuple(sorted(out, key=lambda lv: (-lv.gain, lv.cost, -(lv.unlock_x or 0.0))))
+    return tuple(sorted(out, key=lambda lv: (-lv.gain / lv.cost, -lv.gain, -(lv.unlock_x or 0.0))))
