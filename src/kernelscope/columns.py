@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 from . import typed
@@ -41,11 +42,11 @@ def binding_sol(a: Assessment) -> tuple[float | None, str | None]:
 
 
 def _r(attr: str) -> Callable[[KernelRecord], Any]:
-    return lambda r: getattr(r, attr)
+    return attrgetter(attr)  # C speed: kernel_object reads ~70 of these a launch
 
 
 def _a(attr: str) -> Callable[[Assessment], Any]:
-    return lambda a: getattr(a, attr)
+    return attrgetter(attr)
 
 
 def _flops(r: KernelRecord) -> dict[str, float] | None:
@@ -64,8 +65,9 @@ def _unmeasured(a: Assessment) -> list[str]:
 
 
 def _fields(flat: Any) -> dict[str, Any]:
-    """A dataclass of plain fields as a dict (dataclasses.asdict deep-copies: ~10x slower)."""
-    return {f.name: getattr(flat, f.name) for f in fields(flat)}
+    """A frozen dataclass of plain fields as a dict, in field order (its __init__ sets them in that
+    order); dataclasses.asdict deep-copies and fields() reflects: both ~10x slower."""
+    return dict(vars(flat))
 
 
 def _num(name: str, unit: str, doc: str, get: Callable[[Any], Any] | None = None) -> Column:
