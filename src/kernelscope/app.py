@@ -8,20 +8,23 @@ what comes back; nothing below this module knows the CLI exists.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shlex
 import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
-from .analysis.pipeline import bundles
+from .analysis.pipeline import bundles, judged
 from .analysis.pipeline import load as load_records
 from .capture import engine
 from .capture.diagnose import diagnose, suggest_regex
@@ -29,7 +32,7 @@ from .capture.preflight import Finding, lint
 from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
-from .files import check_output_path, write_file, write_files
+from .files import check_output_path, staged, write_file, write_files
 from .manifest import Analytic, BundleManifest, NcuFacts
 from .model import Assessment
 from .ncu.argv import capture_argv, launch_argv
@@ -53,6 +56,20 @@ class AnalyzeRequest:
     achievable: Path | None = None
 
 
+def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: dict[Path, BundleManifest]) -> dict[str, Any]:
+    """The JSON document's context block: what was analysed, how, and each bundle's capture."""
+    return {
+        "tool": f"kernelscope {__version__}",
+        "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inputs": [str(p) for p in r.inputs],
+        "kernel_filter": r.kernel,
+        "ceilings_file": ceilings.origin,
+        "hw_override": r.hw,
+        "achievable_file": None if r.achievable is None else str(r.achievable),
+        "bundles": {str(d): json.loads(m.to_json()) for d, m in manifests.items()},
+    }
+
+
 @dataclass(frozen=True)
 class Analysis:
     request: AnalyzeRequest
@@ -61,18 +78,7 @@ class Analysis:
     manifests: dict[Path, BundleManifest]
 
     def context(self) -> dict[str, Any]:
-        """The JSON document's context block: what was analysed, how, and each bundle's capture."""
-        r = self.request
-        return {
-            "tool": f"kernelscope {__version__}",
-            "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "inputs": [str(p) for p in r.inputs],
-            "kernel_filter": r.kernel,
-            "ceilings_file": self.ceilings.origin,
-            "hw_override": r.hw,
-            "achievable_file": None if r.achievable is None else str(r.achievable),
-            "bundles": {str(d): json.loads(m.to_json()) for d, m in self.manifests.items()},
-        }
+        return _context(self.request, self.ceilings, self.manifests)
 
     def labels(self) -> dict[str, str]:
         """Report path -> the input it came from, as the reader named it (a file or bundle dir)."""
@@ -97,9 +103,50 @@ def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysi
     items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                   achievable=req.achievable)
     if not items:
-        raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
-                               f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
+        _no_match(req)
     return Analysis(req, items, table, bundles(list(req.inputs)))
+
+
+def _no_match(req: AnalyzeRequest) -> NoReturn:
+    raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
+                           f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
+
+
+RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
+
+
+def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None,
+                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[str] | None]:
+    """Judge and write as the launches stream past, keeping none of them: kernels.json and
+    kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
+    stdout, returned at its start. Each output appears whole or not at all: on an error nothing is
+    left in `out_dir` and the spool is dropped unread."""
+    from .report.writers import CsvSink, JsonSink, Sink, drain
+
+    progress(f"reading and judging {len(req.inputs)} input(s)")
+    items, table = judged(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
+                          achievable=req.achievable)
+    context = _context(req, table, bundles(list(req.inputs)))
+    names = list(RESULT_FILES.values()) if out_dir is not None else []
+    with ExitStack() as stack:
+        files = stack.enter_context(staged(names, out_dir)) if out_dir is not None else {}
+        spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="") if fmt else None
+        outs: list[tuple[str, IO[str]]] = [(kind, io.TextIOWrapper(files[name], encoding="utf-8", newline=""))
+                                           for kind, name in RESULT_FILES.items() if name in files]
+        outs += [(fmt, spool)] if fmt and spool is not None else []
+        sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
+        try:
+            if not drain(items, sinks):
+                _no_match(req)
+            for _, out in outs:
+                out.flush()
+        except BaseException:
+            if spool is not None:
+                spool.close()
+            raise
+    if spool is not None:
+        spool.seek(0)
+    return [out_dir / name for name in names] if out_dir is not None else [], spool
 
 
 def _kernel_hint(req: AnalyzeRequest) -> str:

@@ -138,13 +138,9 @@ def _analyze_request(a: argparse.Namespace) -> Any:
 
 
 def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
+    """The table or markdown view (json and csv are streamed by app.stream_results)."""
     from .report import markdown, terminal
-    from .report.writers import to_csv, to_json
 
-    if fmt == "json":
-        return str(to_json(an.items, an.context()))
-    if fmt == "csv":
-        return str(to_csv(an.items))
     if fmt == "markdown":
         return markdown.analysis(an.items, an.headline(), an.labels(), per_launch)
     return terminal.render(an.items, an.headline(), an.labels(), _width(), _colour(), details, per_launch)
@@ -153,12 +149,22 @@ def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
 
+    if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
+        with _ticker() as tick:
+            written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
+                                                a.format, tick.step)
+        if written:
+            say("wrote " + ", ".join(str(p) for p in written))
+        if spool is not None:
+            with spool:
+                for chunk in iter(lambda: spool.read(1 << 20), ""):
+                    emit(chunk)
+        return 0
     with _ticker() as tick:
         an = app.analyze(_analyze_request(a), tick.step)
     if a.out_dir:
         say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out_dir))))
-    if a.format or not a.out_dir:
-        emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
+    emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
     return 0
 
 
