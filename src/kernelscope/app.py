@@ -26,24 +26,22 @@ from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
 from .analysis.pipeline import bundles, judged
 from .analysis.pipeline import load as load_records
-from .capture import engine
-from .capture.diagnose import diagnose, suggest_regex
-from .capture.preflight import Finding, lint
-from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .manifest import Analytic, BundleManifest, NcuFacts
+from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
-from .ncu.argv import capture_argv, launch_argv
-from .ncu.plan import POLICIES, CapturePlan, validate
-from .ncu.version import NcuInfo, probe, unsupported_flags
-from .report import diff as diffing
-from .report import join as joining
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
+    from .capture.preflight import Finding
+    from .capture.transport import Progress
     from .k8s.capture import K8sCaptureRequest, K8sCaptureResult
     from .k8s.inspect import Inspection, Strategy
+    from .manifest import Analytic
+    from .ncu.plan import CapturePlan
+    from .ncu.version import NcuInfo
+    from .report import diff as diffing
+    from .report import join as joining
 
 
 # -- analysis ------------------------------------------------------------------------------------
@@ -150,6 +148,8 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None,
 
 
 def _kernel_hint(req: AnalyzeRequest) -> str:
+    from .capture.diagnose import suggest_regex
+
     names = sorted({r.name for r in load_records(list(req.inputs))})
     hint = suggest_regex(req.kernel, names)
     if hint:
@@ -240,6 +240,8 @@ def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | 
          progress: Progress = lambda _: None) -> list[joining.JoinRow]:
     """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
     sample shares, matched by name."""
+    from .report import join as joining
+
     an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)
     return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
                         joining.read_shares(shares) if shares else {}, an.labels())
@@ -249,6 +251,7 @@ def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch:
          fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
     """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
     set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
+    from .report import diff as diffing
     from .report.gates import parse
 
     gates = [parse(expr) for expr in fail_on]
@@ -344,6 +347,9 @@ class CaptureResult:
 
 
 def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[CapturePlan, list[Finding]]:
+    from .capture.preflight import lint
+    from .ncu.plan import POLICIES, validate
+
     plan, findings = lint(plan)
     plan = validate(plan, POLICIES["local"], allow_unscoped=allow_unscoped, force=force)
     if plan.attach is None and not plan.target:
@@ -356,6 +362,7 @@ def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[Captu
 def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
     """The exact argv of every ncu run, one per line, shell-quoted for reading only (secrets masked)."""
     from .capture.bundle import report_stem
+    from .ncu.argv import capture_argv
 
     env = " ".join(shlex.quote(a) for a in redact.argv([f"{k}={v}" for k, v in plan.env]))
     lines = []
@@ -366,6 +373,9 @@ def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
 
 
 def _check_flags(plan: CapturePlan, info: NcuInfo) -> None:
+    from .ncu.argv import capture_argv
+    from .ncu.version import unsupported_flags
+
     unit = plan.units()[0]
     argv = capture_argv(plan, unit, "r.ncu-rep", info.path)
     options = argv[: len(argv) - len(plan.target)] if plan.target else argv
@@ -376,6 +386,11 @@ def _check_flags(plan: CapturePlan, info: NcuInfo) -> None:
 
 def capture(req: CaptureRequest, progress: Progress = lambda _: None,
             analytic: Analytic | None = None) -> CaptureResult:
+    from .capture import engine
+    from .capture.diagnose import diagnose
+    from .capture.transport import AttachSession, LocalProcess
+    from .ncu.version import probe
+
     plan, findings = prepare(req.plan, req.allow_unscoped, req.force)
     if req.dry_run:
         return CaptureResult(findings, dry_run=dry_run_lines(plan, req.out, req.ncu or shutil.which("ncu") or "ncu"),
@@ -417,6 +432,8 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
 
 def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False) -> list[str]:
     """The `ncu --mode launch` command; run it (exec: signals reach ncu) unless dry_run."""
+    from .ncu.argv import launch_argv
+
     if not target:
         raise PlanError("give the program to launch after --")
     argv = launch_argv(list(target), port, ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu))

@@ -596,7 +596,7 @@ def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    from .k8s.sister import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
+    from .k8s import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
     k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None)
     k8_sub = k8.add_subparsers(dest="k8s_command", required=True)
