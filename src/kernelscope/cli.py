@@ -574,7 +574,8 @@ def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
     for name, text in (("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)"),
                        ("render", "the campaign's HTML report, with a cell column"),
-                       ("check", "gates; --strict exits 1 on failure"), ("export", "one kernels table as Parquet")):
+                       ("check", "gates; --strict exits 1 on failure"),
+                       ("export", "kernels as Parquet by campaign and cell")):
         sp = _sub(cp_sub, name, text, cmd_campaign, "campaign", GATE_EXIT if name == "check" else "")
         sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
         sp.add_argument("--root", default="campaigns", type=T.path,
@@ -592,7 +593,7 @@ def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
             _format(sp)
         else:
             sp.add_argument("--parquet", required=True, type=T.path,
-                            help="directory to write <campaign>-kernels.parquet into")
+                            help="dataset directory: writes DIR/campaign=NAME/cell_id=ID/kernels.parquet")
 
 
 def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
