@@ -4,9 +4,16 @@ Builds raw-CSV inputs of 1k/10k/100k launches by replicating the real fixture ro
 (tests/fixtures/*-raw.csv) with distinct IDs, times every path as a whole process (start-up
 included, as a user sees it) and reads each process's own peak RSS (wait4). The .ncu-rep path is
 held against the floor any reader of that file pays: ncu_report loading the 300-launch report and
-reading 30 metrics per launch. Then fits log(time) = a + b log(N): b ~ 1 is linear.
+reading 30 metrics per launch. Then fits log(time) = a + b log(N) for analyze, campaign render and
+the roofline: b ~ 1 is linear. Render and roofline inputs give every launch its own kernel name, so
+the page has N rows and the figure N points (the stress case), with every figure real.
 
-    taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000]
+Child processes compile kernelscope's modules once into a private bytecode cache, as an installed
+package has them (this workplace sets PYTHONDONTWRITEBYTECODE, which would make every run compile
+~40 modules, ~50 ms); the ncu_report floor runs under the same settings. To measure another tree
+(the before column), point PYTHONPATH at its src/.
+
+    taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000,20000]
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kernelscope.ingest.names import short_name
 
 ROOT = Path(__file__).resolve().parents[1]
 FX = ROOT / "tests" / "fixtures"
@@ -40,11 +49,14 @@ for r in range(ctx.num_ranges()):
 """
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(argv: list[str], out: Path | None = None) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of one process."""
     with open(out or os.devnull, "wb") as sink:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=ENV)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -57,15 +69,16 @@ def best(argv: list[str], runs: int) -> tuple[float, float]:
     return min(r[0] for r in results), max(r[1] for r in results)
 
 
-def raw_csv(n: int, path: Path) -> None:
-    """n launches: the fixture rows in turn, each with its own ID, in the first fixture's columns."""
+def raw_csv(n: int, path: Path, distinct: bool = False) -> None:
+    """n launches: the fixture rows in turn, each with its own ID, in the first fixture's columns;
+    `distinct`: each also its own kernel name (the fixture's base name and the launch's number)."""
     tables = [list(csv.reader(io.StringIO((FX / f).read_text()))) for f in ("decode_gemm-raw.csv", "gemm_bf16-raw.csv")]
     header, units = tables[0][0], tables[0][1]
     rows = []
     for t in tables:
         at = {h: i for i, h in enumerate(t[0])}
         rows += [[r[at[h]] if h in at else "" for h in header] for r in t[2:]]
-    id_at = header.index("ID")
+    id_at, name_at = header.index("ID"), header.index("Kernel Name")
     with path.open("w", newline="") as fh:
         w = csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n")
         w.writerow(header)
@@ -73,6 +86,8 @@ def raw_csv(n: int, path: Path) -> None:
         for i in range(n):
             row = list(rows[i % len(rows)])
             row[id_at] = str(i)
+            if distinct:
+                row[name_at] = f"{short_name(row[name_at])}_k{i}"
             w.writerow(row)
 
 
@@ -82,9 +97,14 @@ def slope(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
-def line(path: str, n: int, seconds: float, rss: float, extra: str = "") -> None:
-    print(f"| {path} | {n:,} | {seconds:.2f} | {n / seconds:,.0f} | {rss:,.0f} | {rss * 1024 / n:,.1f} | {extra} |",
-          flush=True)
+def line(path: str, n: int, seconds: float, rss: float, floor: str = "—", extra: str = "") -> None:
+    print(f"| {path} | {n:,} | {seconds:.2f} | {n / seconds:,.0f} | {rss:,.0f} | {rss * 1024 / n:,.1f} | {floor} "
+          f"| {extra} |", flush=True)
+
+
+def fitted(what: str, points: list[tuple[int, float]]) -> None:
+    if len(points) > 1:
+        print(f"{what}: time ~ N^{slope(points):.2f}", flush=True)
 
 
 def main() -> None:
@@ -94,40 +114,49 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="best of N for the small fixed inputs")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
+    render_sizes = [int(x) for x in args.render_sizes.split(",") if x]
     print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}")
-    print("| path | kernels | s | kernels/s | peak RSS MB | KB/kernel | note |\n|---|---|---|---|---|---|---|")
+    print("| path | kernels | s | kernels/s | peak RSS MB | KB/kernel | x ncu_report floor | note |\n"
+          "|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
+        ENV["PYTHONPYCACHEPREFIX"] = str(d / "pycache")
+        for warm in (["analyze", str(FX / "gemm_bf16.ncu-rep"), "--format", "json"],  # compile once, as installed
+                     ["roofline", str(FX / "gemm_bf16.ncu-rep"), "--out", str(d / "warm.png")]):
+            run([*KS, *warm])
+        run([sys.executable, "-c", FLOOR, str(FX / "gemm_bf16.ncu-rep")])
         fit = []
         for n in sizes:
             raw_csv(n, d / f"k{n}.csv")
             seconds, rss = run([*KS, "analyze", str(d / f"k{n}.csv"), "--format", "json"], d / "out.json")
             fit.append((n, seconds))
             line("analyze raw CSV -> JSON", n, seconds, rss)
-        if len(fit) > 1:
-            print(f"analyze: time ~ N^{slope(fit):.2f}")
+        fitted("analyze", fit)
         rep = d / "many.ncu-rep"
         rep.write_bytes(gzip.decompress(MANY.read_bytes()))
         floor, floor_rss = best([sys.executable, "-c", FLOOR, str(rep)], args.runs)
         ours, rss = best([*KS, "analyze", str(rep), "--format", "json"], args.runs)
-        line(".ncu-rep -> JSON (300 launches)", 300, ours, rss,
-             f"{ours / floor:.2f}x the ncu_report floor ({floor:.2f} s, {floor_rss:.0f} MB)")
+        line(".ncu-rep -> JSON (300 launches)", 300, ours, rss, f"{ours / floor:.2f}x",
+             f"floor {floor:.2f} s, {floor_rss:.0f} MB")
         cells = [run([*KS, "campaign", "import-ncu", "--root", str(d / "c"), "--campaign", "s", "--cell-id", f"c{i}",
                       "--bundle", str(FX / "gemm_bf16.ncu-rep")]) for i in range(args.runs + 2)]
         print(f"campaign import-ncu: {min(s for s, _ in cells):.3f} s per cell (best of {len(cells)}), "
               f"peak RSS {max(r for _, r in cells):.0f} MB")
-        fit = []
-        for n in [int(x) for x in args.render_sizes.split(",") if x]:
-            root = d / f"r{n}"
-            if not (d / f"k{n}.csv").exists():
-                raw_csv(n, d / f"k{n}.csv")
+        renders, plots = [], []
+        for n in render_sizes:
+            src, root = d / f"named{n}.csv", d / f"r{n}"
+            raw_csv(n, src, distinct=True)
             run([*KS, "campaign", "import-ncu", "--root", str(root), "--campaign", "s", "--cell-id", "c1", "--bundle",
-                 str(d / f"k{n}.csv")])
+                 str(src)])
             seconds, rss = run([*KS, "campaign", "render", "--root", str(root), "--campaign", "s"])
-            fit.append((n, seconds))
-            line("campaign render (from ncu_kernels.json)", n, seconds, rss)
-        if len(fit) > 1:
-            print(f"render: time ~ N^{slope(fit):.2f}")
+            renders.append((n, seconds))
+            html = (root / "s" / "report.html").stat().st_size / 1e6
+            line("campaign render (from ncu_kernels.json)", n, seconds, rss, extra=f"HTML {html:.1f} MB")
+            seconds, rss = run([*KS, "roofline", str(src), "--per-launch", "--out", str(d / "roof.png")])
+            plots.append((n, seconds))
+            line("roofline PNG, one point a kernel", n, seconds, rss)
+        fitted("render", renders)
+        fitted("roofline", plots)
         start, _ = best([*KS, "--help"], args.runs + 2)
         print(f"start-up (kernelscope --help): {start:.3f} s")
 

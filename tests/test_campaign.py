@@ -118,10 +118,31 @@ def test_export_parquet_reads_back_in_duckdb(fx: Path, tmp_path: Path) -> None:
     out = tmp_path / "pq"
     argv = ["campaign", "export", "--root", str(tmp_path), "--campaign", "decode-h200", "--parquet", str(out)]
     assert main(argv) == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet")) == [
+        "campaign=decode-h200/cell_id=c1/kernels.parquet", "campaign=decode-h200/cell_id=c2/kernels.parquet"]
     rows = duckdb.sql(f"select cell_id, \"flops.tensor_fp8\", ceiling_key, context_model, cell_gpu_name "
-                      f"from '{out}/decode-h200-kernels.parquet' order by cell_id").fetchall()
+                      f"from read_parquet('{out}/*/*/*.parquet', hive_partitioning = true) order by cell_id").fetchall()
     assert rows == [("c1", 0.0, "h200-sxm.compute.bf16", "llama-3-8b", "NVIDIA H200"),
                     ("c2", 17_179_869_184.0, "h200-sxm.compute.fp8", "llama-3-8b", "NVIDIA H200")]
+
+
+def test_readme_duckdb_query_over_many_campaigns(fx: Path, tmp_path: Path) -> None:
+    """The README's query, as printed there, over two campaigns exported into one directory: files
+    of different campaigns (different columns, a cell's all-null figures) union by name."""
+    for slug, cell, src in (("decode-h200", "c1", "decode_gemm.ncu-rep"), ("prefill-h200", "c1", "gemm_bf16.ncu-rep"),
+                            ("prefill-h200", "c2", "attention_cudnn.ncu-rep")):
+        assert main(["campaign", "import-ncu", "--root", str(tmp_path), "--campaign", slug, "--cell-id", cell,
+                     "--bundle", str(fx / src)]) == 0
+        assert main(["campaign", "export", "--root", str(tmp_path), "--campaign", slug, "--parquet",
+                     str(tmp_path / "exports")]) == 0
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    query = re.search(r"```sql\n(.*?)```", readme, re.S)
+    assert query is not None
+    con = duckdb.connect()
+    con.execute(f"set file_search_path = '{tmp_path}'")
+    rows = con.sql(query.group(1)).fetchall()
+    assert {r[0] for r in rows} == {"decode-h200", "prefill-h200"}
+    assert all(isinstance(r[2], float) and r[3] > 0 for r in rows if r[2] is not None)
 
 
 def test_render_campaign_report(fx: Path, tmp_path: Path) -> None:

@@ -8,39 +8,40 @@ what comes back; nothing below this module knows the CLI exists.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shlex
 import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
-from .analysis.pipeline import bundles
+from .analysis.pipeline import bundles, judged
 from .analysis.pipeline import load as load_records
-from .capture import engine
-from .capture.diagnose import diagnose, suggest_regex
-from .capture.preflight import Finding, lint
-from .capture.transport import AttachSession, LocalProcess, Progress
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
-from .files import check_output_path, write_file, write_files
-from .manifest import Analytic, BundleManifest, NcuFacts
+from .files import check_output_path, staged, write_file, write_files
+from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
-from .ncu.argv import capture_argv, launch_argv
-from .ncu.plan import POLICIES, CapturePlan, validate
-from .ncu.version import NcuInfo, probe, unsupported_flags
-from .report import diff as diffing
-from .report import join as joining
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
+    from .capture.preflight import Finding
+    from .capture.transport import Progress
     from .k8s.capture import K8sCaptureRequest, K8sCaptureResult
     from .k8s.inspect import Inspection, Strategy
+    from .manifest import Analytic
+    from .ncu.plan import CapturePlan
+    from .ncu.version import NcuInfo
+    from .report import diff as diffing
+    from .report import join as joining
 
 
 # -- analysis ------------------------------------------------------------------------------------
@@ -53,6 +54,20 @@ class AnalyzeRequest:
     achievable: Path | None = None
 
 
+def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: dict[Path, BundleManifest]) -> dict[str, Any]:
+    """The JSON document's context block: what was analysed, how, and each bundle's capture."""
+    return {
+        "tool": f"kernelscope {__version__}",
+        "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "inputs": [str(p) for p in r.inputs],
+        "kernel_filter": r.kernel,
+        "ceilings_file": ceilings.origin,
+        "hw_override": r.hw,
+        "achievable_file": None if r.achievable is None else str(r.achievable),
+        "bundles": {str(d): json.loads(m.to_json()) for d, m in manifests.items()},
+    }
+
+
 @dataclass(frozen=True)
 class Analysis:
     request: AnalyzeRequest
@@ -61,18 +76,7 @@ class Analysis:
     manifests: dict[Path, BundleManifest]
 
     def context(self) -> dict[str, Any]:
-        """The JSON document's context block: what was analysed, how, and each bundle's capture."""
-        r = self.request
-        return {
-            "tool": f"kernelscope {__version__}",
-            "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "inputs": [str(p) for p in r.inputs],
-            "kernel_filter": r.kernel,
-            "ceilings_file": self.ceilings.origin,
-            "hw_override": r.hw,
-            "achievable_file": None if r.achievable is None else str(r.achievable),
-            "bundles": {str(d): json.loads(m.to_json()) for d, m in self.manifests.items()},
-        }
+        return _context(self.request, self.ceilings, self.manifests)
 
     def labels(self) -> dict[str, str]:
         """Report path -> the input it came from, as the reader named it (a file or bundle dir)."""
@@ -97,12 +101,55 @@ def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysi
     items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                   achievable=req.achievable)
     if not items:
-        raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
-                               f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
+        _no_match(req)
     return Analysis(req, items, table, bundles(list(req.inputs)))
 
 
+def _no_match(req: AnalyzeRequest) -> NoReturn:
+    raise KernelscopeError(f"no kernel launch matches --kernel {req.kernel!r} in "
+                           f"{', '.join(map(str, req.inputs))}{_kernel_hint(req)}")
+
+
+RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
+
+
+def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None,
+                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[str] | None]:
+    """Judge and write as the launches stream past, keeping none of them: kernels.json and
+    kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
+    stdout, returned at its start. Each output appears whole or not at all: on an error nothing is
+    left in `out_dir` and the spool is dropped unread."""
+    from .report.writers import CsvSink, JsonSink, Sink, drain
+
+    progress(f"reading and judging {len(req.inputs)} input(s)")
+    items, table = judged(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
+                          achievable=req.achievable)
+    context = _context(req, table, bundles(list(req.inputs)))
+    names = list(RESULT_FILES.values()) if out_dir is not None else []
+    with ExitStack() as stack:
+        files = stack.enter_context(staged(names, out_dir)) if out_dir is not None else {}
+        spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="") if fmt else None
+        outs: list[tuple[str, IO[str]]] = [(kind, io.TextIOWrapper(files[name], encoding="utf-8", newline=""))
+                                           for kind, name in RESULT_FILES.items() if name in files]
+        outs += [(fmt, spool)] if fmt and spool is not None else []
+        sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
+        try:
+            if not drain(items, sinks):
+                _no_match(req)
+            for _, out in outs:
+                out.flush()
+        except BaseException:
+            if spool is not None:
+                spool.close()
+            raise
+    if spool is not None:
+        spool.seek(0)
+    return [out_dir / name for name in names] if out_dir is not None else [], spool
+
+
 def _kernel_hint(req: AnalyzeRequest) -> str:
+    from .capture.diagnose import suggest_regex
+
     names = sorted({r.name for r in load_records(list(req.inputs))})
     hint = suggest_regex(req.kernel, names)
     if hint:
@@ -193,6 +240,8 @@ def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | 
          progress: Progress = lambda _: None) -> list[joining.JoinRow]:
     """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
     sample shares, matched by name."""
+    from .report import join as joining
+
     an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)
     return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
                         joining.read_shares(shares) if shares else {}, an.labels())
@@ -202,6 +251,7 @@ def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch:
          fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
     """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
     set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
+    from .report import diff as diffing
     from .report.gates import parse
 
     gates = [parse(expr) for expr in fail_on]
@@ -297,6 +347,9 @@ class CaptureResult:
 
 
 def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[CapturePlan, list[Finding]]:
+    from .capture.preflight import lint
+    from .ncu.plan import POLICIES, validate
+
     plan, findings = lint(plan)
     plan = validate(plan, POLICIES["local"], allow_unscoped=allow_unscoped, force=force)
     if plan.attach is None and not plan.target:
@@ -309,6 +362,7 @@ def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[Captu
 def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
     """The exact argv of every ncu run, one per line, shell-quoted for reading only (secrets masked)."""
     from .capture.bundle import report_stem
+    from .ncu.argv import capture_argv
 
     env = " ".join(shlex.quote(a) for a in redact.argv([f"{k}={v}" for k, v in plan.env]))
     lines = []
@@ -319,6 +373,9 @@ def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
 
 
 def _check_flags(plan: CapturePlan, info: NcuInfo) -> None:
+    from .ncu.argv import capture_argv
+    from .ncu.version import unsupported_flags
+
     unit = plan.units()[0]
     argv = capture_argv(plan, unit, "r.ncu-rep", info.path)
     options = argv[: len(argv) - len(plan.target)] if plan.target else argv
@@ -329,6 +386,11 @@ def _check_flags(plan: CapturePlan, info: NcuInfo) -> None:
 
 def capture(req: CaptureRequest, progress: Progress = lambda _: None,
             analytic: Analytic | None = None) -> CaptureResult:
+    from .capture import engine
+    from .capture.diagnose import diagnose
+    from .capture.transport import AttachSession, LocalProcess
+    from .ncu.version import probe
+
     plan, findings = prepare(req.plan, req.allow_unscoped, req.force)
     if req.dry_run:
         return CaptureResult(findings, dry_run=dry_run_lines(plan, req.out, req.ncu or shutil.which("ncu") or "ncu"),
@@ -370,6 +432,8 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
 
 def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False) -> list[str]:
     """The `ncu --mode launch` command; run it (exec: signals reach ncu) unless dry_run."""
+    from .ncu.argv import launch_argv
+
     if not target:
         raise PlanError("give the program to launch after --")
     argv = launch_argv(list(target), port, ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu))

@@ -143,13 +143,9 @@ def _analyze_request(a: argparse.Namespace) -> Any:
 
 
 def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
+    """The table or markdown view (json and csv are streamed by app.stream_results)."""
     from .report import markdown, terminal
-    from .report.writers import to_csv, to_json
 
-    if fmt == "json":
-        return str(to_json(an.items, an.context()))
-    if fmt == "csv":
-        return str(to_csv(an.items))
     if fmt == "markdown":
         return markdown.analysis(an.items, an.headline(), an.labels(), per_launch)
     return terminal.render(an.items, an.headline(), an.labels(), _width(), _colour(), details, per_launch)
@@ -158,12 +154,22 @@ def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
 
+    if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
+        with _ticker() as tick:
+            written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
+                                                a.format, tick.step)
+        if written:
+            say("wrote " + ", ".join(str(p) for p in written))
+        if spool is not None:
+            with spool:
+                for chunk in iter(lambda: spool.read(1 << 20), ""):
+                    emit(chunk)
+        return 0
     with _ticker() as tick:
         an = app.analyze(_analyze_request(a), tick.step)
     if a.out_dir:
         say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out_dir))))
-    if a.format or not a.out_dir:
-        emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
+    emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
     return 0
 
 
@@ -567,7 +573,8 @@ def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
     for name, text in (("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)"),
                        ("render", "the campaign's HTML report, with a cell column"),
-                       ("check", "gates; --strict exits 1 on failure"), ("export", "one kernels table as Parquet")):
+                       ("check", "gates; --strict exits 1 on failure"),
+                       ("export", "kernels as Parquet by campaign and cell")):
         sp = _sub(cp_sub, name, text, cmd_campaign, "campaign", GATE_EXIT if name == "check" else "")
         sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
         sp.add_argument("--root", default="campaigns", type=T.path,
@@ -585,11 +592,11 @@ def _campaign_parser(sub: argparse._SubParsersAction[Any]) -> None:
             _format(sp)
         else:
             sp.add_argument("--parquet", required=True, type=T.path,
-                            help="directory to write <campaign>-kernels.parquet into")
+                            help="dataset directory: writes DIR/campaign=NAME/cell_id=ID/kernels.parquet")
 
 
 def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    from .k8s.sister import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
+    from .k8s import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
     k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None)
     k8_sub = k8.add_subparsers(dest="k8s_command", required=True)

@@ -7,6 +7,7 @@ when its own FLOP counters were not collected (drawn hollow, labelled "AI unmeas
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # (category, regex on the kernel's short or full name, family precision class)
 CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
@@ -20,6 +21,7 @@ CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
      "fp32"),
 )
 OTHER = ("other", "fp32")
+_COMPILED = tuple((category, re.compile(p, re.IGNORECASE), family) for category, p, family in CATEGORY_RULES)
 
 
 def pattern(category: str) -> str:
@@ -27,9 +29,10 @@ def pattern(category: str) -> str:
     return next(p for c, p, _ in CATEGORY_RULES if c == category)
 
 
+@lru_cache(maxsize=4096)  # a campaign repeats a few hundred names over many launches
 def categorize(name: str, name_full: str = "") -> tuple[str, str]:
     """(category, family precision class) of a kernel."""
-    for category, pattern, family in CATEGORY_RULES:
-        if re.search(pattern, name, re.IGNORECASE) or re.search(pattern, name_full, re.IGNORECASE):
+    for category, pattern, family in _COMPILED:
+        if pattern.search(name) or pattern.search(name_full):
             return category, family
     return OTHER

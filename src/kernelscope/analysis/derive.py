@@ -5,7 +5,8 @@ never read as 0."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, replace
+from dataclasses import fields
+from typing import Any
 
 from .. import catalogue as C
 from ..model import KernelRecord, RawKernel, TensorPath
@@ -88,6 +89,13 @@ ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops",
                      ("achieved_dram_tbps", "duration_ns"))
 
 
+# The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
+# field order: a record's `unmeasured` lists them in this order.
+FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
+    "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "dominant_precision",
+    "tensor_path", "ncu_rules", "unmeasured", "notes", "metrics", "block_limits"})
+
+
 def _ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or den is None or den == 0 else num / den
 
@@ -157,14 +165,7 @@ def derive(raw: RawKernel) -> KernelRecord:
     path = tensor_path(m, tensor)
     if tensor > 0 and path is None and C.TENSOR_WGMMA_INST not in m and C.TENSOR_TC_INST not in m:
         notes.append("tensor instruction path unknown (wgmma/HMMA instruction counters not collected)")
-    record = KernelRecord(
-        source=raw.source,
-        launch_id=raw.launch_id,
-        name=raw.name,
-        name_full=raw.name_full,
-        device=raw.device,
-        grid=raw.grid,
-        block=raw.block,
+    figures: dict[str, Any] = dict(
         duration_ns=duration,
         flops=flops,
         flops_missing=tuple(missing),
@@ -199,16 +200,12 @@ def derive(raw: RawKernel) -> KernelRecord:
         branch_divergence_pct=_pct(divergent, targets),
         simt_efficiency_pct=None if tpi is None else 100.0 * tpi / 32.0,
         warp_stalls=warp_stall_shares(m),
-        ncu_rules=raw.rules,
-        notes=tuple(notes),
-        metrics=m,
     )
     for figure, denominator in ZERO_DENOMINATORS:
-        if getattr(record, denominator) == 0:
+        if figures[denominator] == 0:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")
             not_applicable.add(figure)
-    skip = {"source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing",
-            "dominant_precision", "tensor_path", "ncu_rules", "unmeasured", "notes", "metrics", "block_limits"}
-    unmeasured = [f.name for f in fields(record)
-                  if f.name not in skip | not_applicable and getattr(record, f.name) is None]
-    return replace(record, unmeasured=tuple(unmeasured), notes=tuple(notes))
+    unmeasured = tuple(f for f in FIGURES if figures[f] is None and f not in not_applicable)
+    return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,
+                        device=raw.device, grid=raw.grid, block=raw.block, **figures, ncu_rules=raw.rules,
+                        unmeasured=unmeasured, notes=tuple(notes), metrics=m)

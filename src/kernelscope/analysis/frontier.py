@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Assessment
-from .groups import group
+from .groups import KernelSummary, Tally
 
 BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain / cost
 
@@ -38,7 +38,15 @@ def frontier(items: Sequence[Assessment], weights: Mapping[str, float] | None = 
              basis: str = "joined profile") -> list[FrontierItem]:
     """`weights`: kernel name -> its weight in a whole-run profile (nsys total ns, sample %); any
     unit, since shares are taken over the kernels present here."""
-    groups = group(items)
+    tally = Tally()
+    for a in items:
+        tally.add(a)
+    return ranked(tally.summaries(), weights, basis)
+
+
+def ranked(groups: Sequence[KernelSummary], weights: Mapping[str, float] | None = None,
+           basis: str = "joined profile") -> list[FrontierItem]:
+    """The frontier of kernels summarised as they streamed past (groups.Tally)."""
     if weights is None:
         total = sum(g.total_ns or 0.0 for g in groups) or 1.0
         shares: list[float | None] = [(g.total_ns or 0.0) / total for g in groups]
@@ -47,12 +55,12 @@ def frontier(items: Sequence[Assessment], weights: Mapping[str, float] | None = 
         shares = [weights[g.name] / total if g.name in weights else None for g in groups]
     rows = []
     for g, share in zip(groups, shares, strict=True):
-        what = (f"ncu: {len(g.launches)} launch{'es' if len(g.launches) > 1 else ''} of this kernel over all "
+        what = (f"ncu: {g.launches} launch{'es' if g.launches > 1 else ''} of this kernel over all "
                 "captured launches" if weights is None else basis if share is not None else f"absent from the {basis}")
-        for lv in g.representative.next_levers:
+        for lv in g.levers:
             rows.append(FrontierItem(
                 lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, g.name, g.source,
                 None if share is None else 100 * share,
-                what, len(g.launches), g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
+                what, g.launches, g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
                 lv.gain, lv.cost, lv.unlock_x))
     return sorted(rows, key=lambda r: -r.score)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,8 +44,12 @@ def selected(rec: KernelRecord, matcher: re.Pattern[str] | str | None) -> bool:
 
 def load(paths: Inputs, kernel: str | None = None) -> list[KernelRecord]:
     """Every profiled launch in the inputs as a KernelRecord (no ceilings needed)."""
+    return list(load_iter(paths, kernel))
+
+
+def load_iter(paths: Inputs, kernel: str | None = None) -> Iterator[KernelRecord]:
     matcher = kernel_matcher(kernel)
-    return [r for r in map(derive, iter_inputs(as_paths(paths))) if selected(r, matcher)]
+    return (r for r in map(derive, iter_inputs(as_paths(paths))) if selected(r, matcher))
 
 
 def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
@@ -73,6 +78,41 @@ def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
     return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
 
 
+def judged(
+    paths: Inputs,
+    kernel: str | None = None,
+    hw: str | None = None,
+    ceilings: str | os.PathLike[str] | None = None,
+    achievable: str | os.PathLike[str] | None = None,
+) -> tuple[Iterator[Assessment], CeilingsFile]:
+    """The ceilings, and the launches judged one at a time as they are read: a writer can drop
+    each Assessment once written, so memory stays flat however many launches the inputs hold.
+    The inputs' ceilings and bundle manifests are read (and refused) before the first launch."""
+    items = as_paths(paths)
+    table = load_ceilings(ceilings)
+    measured = load_ceilings(achievable) if achievable else None
+    found = bundles(items)
+    return _judge(items, kernel, hw, table, measured, found), table
+
+
+def _judge(items: list[Path], kernel: str | None, hw: str | None, table: CeilingsFile,
+           measured: CeilingsFile | None, found: dict[Path, BundleManifest]) -> Iterator[Assessment]:
+    analytic = {d: m.analytic for d, m in found.items() if m.analytic is not None}
+    for rec in load_iter(items, kernel):
+        a = assess(rec, table.pick(rec.device, hw))
+        if measured is not None:
+            p = place(rec, measured.pick(rec.device))
+            a = replace(a, achievable={
+                "ceilings_file": measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
+                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
+                "pct_memory": p.pct_sol_memory})
+        if analytic:
+            home = next((m for d, m in found.items() if Path(rec.source).is_relative_to(d)), None)
+            if home is not None and home.analytic is not None:
+                a = counted_vs_analytic(a, home.analytic)
+        yield a
+
+
 def analyze(
     paths: Inputs,
     kernel: str | None = None,
@@ -83,21 +123,5 @@ def analyze(
     """Records placed against the ceilings of their device (or of `hw` for all of them); with
     `achievable` (e.g. `kernelscope ceilings measure` output) also against measured ceilings, side
     by side; kernels from a harness bundle also carry counted-vs-analytic work."""
-    items = as_paths(paths)
-    table = load_ceilings(ceilings)
-    measured = load_ceilings(achievable) if achievable else None
-    found = bundles(items)
-    out = []
-    for rec in load(items, kernel):
-        a = assess(rec, table.pick(rec.device, hw))
-        if measured is not None:
-            p = place(rec, measured.pick(rec.device))
-            a = replace(a, achievable={
-                "ceilings_file": measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
-                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
-                "pct_memory": p.pct_sol_memory})
-        home = next((m for d, m in found.items() if Path(rec.source).is_relative_to(d)), None)
-        if home is not None and home.analytic is not None:
-            a = counted_vs_analytic(a, home.analytic)
-        out.append(a)
-    return out, table
+    items, table = judged(paths, kernel, hw, ceilings, achievable)
+    return list(items), table

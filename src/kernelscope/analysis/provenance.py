@@ -7,6 +7,7 @@ fusion, never by its compiler flags. First matching rule wins."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..model import KernelRecord, Provenance, ProvenanceKind
 
@@ -32,6 +33,7 @@ WARP_SPECIALISED_MIN_THREADS = 384
 WARPGROUP_PATHS = frozenset({"wgmma", "tcgen05"})
 
 
+@lru_cache(maxsize=1024)
 def threads_per_block(block: str | None) -> int | None:
     """'(384, 1, 1)' -> 384."""
     dims = re.findall(r"\d+", block or "")
@@ -41,8 +43,10 @@ def threads_per_block(block: str | None) -> int | None:
     return x * y * z
 
 
-def classify(rec: KernelRecord) -> Provenance:
-    names = (rec.name, rec.name_full)
+@lru_cache(maxsize=4096)  # a campaign repeats a few hundred names over many launches
+def _by_name(name: str, name_full: str) -> tuple[ProvenanceKind, str, str, str | None]:
+    """(owner, family, what matched, the warp-specialised word in the name) from the names alone."""
+    names = (name, name_full)
     kind, family = USER
     why = "no library or open-kernel name matched: the user's own code"
     for owner, fam, pattern in PROVENANCE_RULES:
@@ -50,8 +54,13 @@ def classify(rec: KernelRecord) -> Provenance:
         if hit is not None:
             kind, family, why = owner, fam, f"name matches {hit.group(0)!r}"
             break
-    threads = threads_per_block(rec.block) or 0
     by_name = next((m.group(0) for n in names if (m := re.search(WARP_SPECIALISED_NAME, n, re.IGNORECASE))), None)
+    return kind, family, why, by_name
+
+
+def classify(rec: KernelRecord) -> Provenance:
+    kind, family, why, by_name = _by_name(rec.name, rec.name_full)
+    threads = threads_per_block(rec.block) or 0
     by_shape = rec.tensor_path in WARPGROUP_PATHS and threads >= WARP_SPECIALISED_MIN_THREADS
     if by_name:
         why += f"; warp-specialised: name has {by_name!r}"

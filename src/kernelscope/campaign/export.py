@@ -1,35 +1,99 @@
-"""One kernels table across a campaign, every figure with its full context as columns, written as
-Parquet so many campaigns can be queried together (DuckDB, Spark). Column names are the one
-column spec's flattened names (`flops.tensor_fp8`), prefixed context columns beside them."""
+"""The kernels of a campaign as Parquet, every figure with its full context as columns, so many
+campaigns can be queried together (DuckDB, Spark): the way out once a campaign outgrows one
+machine's report.
+
+Hive-partitioned by campaign and cell (`DIR/campaign=SLUG/cell_id=ID/kernels.parquet`), so the
+exports of many campaigns into one directory are one dataset, a re-export replaces only its own
+campaign, and a query that filters on a campaign or cell reads only those files. Column names are
+the one column spec's flattened names (`flops.tensor_fp8`), context columns prefixed beside them;
+column types come from the spec too (a figure is a double in every file, even where a cell has no
+value for it), so files of different campaigns and versions union by name.
+"""
 
 from __future__ import annotations
 
 import io
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_type_hints
 
-from ..columns import flatten
+from ..columns import BY_NAME, flatten
+from ..errors import KernelscopeError
 from ..files import write_file
+from ..model import Limiter, Provenance
 from .check import cell_context
-from .store import cells, load_config
+from .store import cells, check_name, load_config
+
+if TYPE_CHECKING:
+    import pyarrow
+
+PARTITION_FILE = "kernels.parquet"
+# map columns whose keys are a dataclass's fields: each key's type is that field's
+MAP_FIELDS: dict[str, type] = {"limiter": Limiter, "runner_up": Limiter, "provenance": Provenance}
 
 
-def rows(root: Path, slug: str) -> list[dict[str, Any]]:
-    config = load_config(root, slug)
+def cell_rows(slug: str, cell_id: str, cell: Mapping[str, Any], config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """A cell's kernels as flat rows with the campaign's and the cell's context (the partition
+    columns, campaign and cell_id, are the file's path)."""
     context = config.get("context") or {}
-    out = []
-    for cell_id, cell in cells(root, slug).items():
-        ctx = cell_context(cell, config, cell_id)
-        for k in cell.get("kernels", []):
-            out.append({"campaign": slug, "cell_id": cell_id,
-                        **{f"context_{f}": (None if v is None else str(v)) for f, v in context.items()},
-                        **{f"cell_{f}": (None if v is None else str(v)) for f, v in ctx.items()}, **flatten(k)})
-    return out
+    ctx = cell_context(cell, config, cell_id)
+    head = {**{f"context_{f}": (None if v is None else str(v)) for f, v in context.items()},
+            **{f"cell_{f}": (None if v is None else str(v)) for f, v in ctx.items()}}
+    for k in cell.get("kernels", []):
+        yield {**head, **flatten(k)}
+
+
+def arrow_type(column: str, values: list[Any]) -> pyarrow.DataType:
+    """A flat column's Parquet type from the column spec: its kind, or for a map's key the type of
+    the field it holds; context columns are text; a map key the spec does not type (analytic work)
+    is a double unless it holds text."""
+    import pyarrow as pa
+
+    kinds = {"number": pa.float64(), "integer": pa.int64(), "boolean": pa.bool_(), "text": pa.string(),
+             "list": pa.string()}
+    name, _, key = column.partition(".")
+    spec = BY_NAME.get(name)
+    if spec is None or (spec.kind == "map" and not key):
+        return pa.string()  # context columns, and a map's own column (set only when the map is null)
+    if spec.kind != "map":
+        return kinds[spec.kind]
+    owner = MAP_FIELDS.get(name)
+    if owner is not None:
+        hint = str(get_type_hints(owner).get(key, str))
+        return pa.bool_() if "bool" in hint else pa.float64() if "float" in hint else pa.string()
+    return pa.string() if any(isinstance(v, str) for v in values) else pa.float64()
+
+
+def table(rows: list[dict[str, Any]]) -> pyarrow.Table:
+    import pyarrow as pa
+
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    columns = {n: [row.get(n) for row in rows] for n in names}
+    schema = pa.schema([(n, arrow_type(n, columns[n])) for n in names])
+    return pa.table(columns, schema=schema)
 
 
 def export_parquet(root: Path, slug: str, out_dir: Path) -> Path:
-    import pandas  # only this verb needs pandas and pyarrow
+    """Write (or replace) the campaign's partition under `out_dir`; returns its directory."""
+    import pyarrow.parquet as pq  # only this verb needs pyarrow
 
-    buf = io.BytesIO()
-    pandas.DataFrame(rows(root, slug)).to_parquet(buf, index=False)
-    return write_file(buf.getvalue(), out_dir / f"{slug}-kernels.parquet")
+    config = load_config(root, slug)
+    found = cells(root, slug)
+    if not found:
+        raise KernelscopeError(f"campaign {slug!r} has no cells to export")
+    target = out_dir / f"campaign={check_name('campaign', slug)}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
+    try:
+        for cell_id, cell in found.items():
+            buf = io.BytesIO()
+            pq.write_table(table(list(cell_rows(slug, cell_id, cell, config))), buf)
+            write_file(buf.getvalue(), stage / f"cell_id={cell_id}" / PARTITION_FILE)
+        if target.exists():
+            shutil.rmtree(target)
+        stage.rename(target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return target

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CeilingsError, InputError, KernelscopeError
-from ..files import load_yaml, parse_yaml
+from ..files import load_yaml, parse_packaged_yaml
 
 PACKAGED = "sol-ceilings.yaml"
 
@@ -164,7 +164,7 @@ def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
     """The packaged datasheet ceilings, or a user's file with the same schema."""
     if path is None:
         origin = f"kernelscope/ceilings/{PACKAGED}"
-        doc = parse_yaml(resources.files(__package__).joinpath(PACKAGED).read_text(), origin, "ceilings file")
+        doc = parse_packaged_yaml(resources.files(__package__).joinpath(PACKAGED).read_text())
     elif not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise KernelscopeError(f"ceilings: expected the path of a YAML file, got {path!r:.80}")
     else:

@@ -5,15 +5,20 @@ per value, so everything goes through `units` before it reaches a RawKernel.
 
 Rows are streamed from the open file, never held as a whole-file list, and a raw row is read by
 column index (a raw export has ~1,500 columns; a dict of them per row cost more than the analysis).
-ncu quotes every field, so a line without an escaped quote splits on '","' (C speed); any other
-line goes through the csv module, which also joins a quoted field that spans lines.
+ncu quotes every field, so a line whose every quote belongs to a '","' delimiter (empty fields
+included) splits on it (C speed); any other line (an escaped quote, a quoted field that spans
+lines, a line longer than the csv module's field limit) goes through the csv module.
 """
 
 from __future__ import annotations
 
 import csv
 import itertools
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from operator import itemgetter, methodcaller, mul
+from typing import cast
 
 from .. import catalogue as C
 from ..errors import InputError
@@ -50,6 +55,9 @@ DETAILS_LABELS: dict[tuple[str, str], str] = {
 DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
 
+FIELD_LIMIT = csv.field_size_limit()  # a longer line may hold a longer field: the csv module refuses it
+
+
 def records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of every non-empty CSV record."""
     it = iter(lines)
@@ -59,9 +67,9 @@ def records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[str]]
         body = line.rstrip("\r\n")
         if not body:
             continue
-        if len(body) > 1 and body[0] == '"' and body[-1] == '"' and '""' not in body:
+        if 1 < len(body) <= FIELD_LIMIT and body[0] == '"' and body[-1] == '"':
             fields = body[1:-1].split('","')
-            if not any('"' in f for f in fields):
+            if body.count('"') == 2 * len(fields):  # every quote is a delimiter's: the split is the CSV
                 yield number, fields
                 continue
         start = number
@@ -97,6 +105,37 @@ def _scaled(text: str, factor: float) -> float | None:
     return value if measured(value) else None
 
 
+def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]) -> dict[str, float]:
+    """The wanted fields of one raw row in base units: an empty field was not collected, a number
+    may carry thousands separators, and a value out of range raw or scaled (corruption) is left out,
+    as parse_number and _scaled leave it. The common row goes through C loops only (map, compress,
+    fsum): ~90 fields a row, the hot loop of a large export."""
+    kept = list(filter(None, texts))
+    if len(kept) < len(texts):
+        names, factors = list(compress(names, texts)), list(compress(factors, texts))
+    try:
+        values: list[float | None] = list(map(float, kept))
+    except ValueError:
+        try:
+            values = list(map(float, map(_NO_SEPARATORS, kept)))
+        except ValueError:  # text where a number belongs (n/a, -): one by one
+            values = list(map(parse_number, kept))
+            names = list(compress(names, (v is not None for v in values)))
+            factors = list(compress(factors, (v is not None for v in values)))
+            values = [v for v in values if v is not None]
+    raw = cast("list[float]", values)
+    scaled = list(map(mul, raw, factors))
+    try:
+        if math.fsum(map(abs, raw)) <= MAX_MAGNITUDE and math.fsum(map(abs, scaled)) <= MAX_MAGNITUDE:
+            return dict(zip(names, scaled, strict=True))
+    except OverflowError:
+        pass
+    return {n: v for n, r, v in zip(names, raw, scaled, strict=True) if measured(r) and measured(v)}
+
+
+_NO_SEPARATORS = methodcaller("replace", ",", "")
+
+
 def _column(header: list[str], name: str) -> int | None:
     return header.index(name) if name in header else None
 
@@ -111,7 +150,10 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
         _, units = next(rows)
     except StopIteration:
         raise InputError(source, "raw CSV has a header but no units row") from None
-    wanted = [(i, h, unit_factor(units[i] if i < len(units) else "")) for i, h in enumerate(header) if h in C.WANTED]
+    at = [i for i, h in enumerate(header) if h in C.WANTED and h != C.DEVICE_NAME]  # the device: text, read below
+    names = [header[i] for i in at]
+    factors = [unit_factor(units[i] if i < len(units) else "") for i in at]
+    pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple
     name_at = header.index(KERNEL_NAME)
     id_at, grid_at, block_at, device_at = (_column(header, c) for c in ("ID", "Grid Size", "Block Size",
                                                                        C.DEVICE_NAME))
@@ -119,19 +161,8 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
     for line, row in rows:
         if len(row) != width:
             raise InputError(source, f"line {line} has {len(row)} fields, the header has {width}")
-        metrics = {}
-        for i, name, factor in wanted:  # inlined: ~90 a row, the hot loop of a large export
-            text = row[i]
-            if not text:
-                continue
-            try:
-                value: float | None = float(text) * factor
-            except ValueError:
-                value = _scaled(text, factor)
-            if value is not None and -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:
-                metrics[name] = value
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
-                        _field(row, device_at), metrics)
+                        _field(row, device_at), metrics_of(names, factors, pick(row)))
 
 
 def _identity(source: str, full: str, launch: str, grid: str, block: str, device: str,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 def _strip_bracketed(text: str, open_ch: str, close_ch: str) -> str:
     out, depth = [], 0
@@ -15,6 +17,7 @@ def _strip_bracketed(text: str, open_ch: str, close_ch: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)  # a report repeats a few hundred names over many launches
 def short_name(name: str) -> str:
     """`void at::native::(anon)::vectorized_elementwise_kernel<4, F>(int, F)` -> its base name.
 

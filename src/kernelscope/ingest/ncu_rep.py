@@ -23,7 +23,7 @@ def _ncu_report() -> Any:
     return ncu_report
 
 
-WANTED_SORTED = tuple(sorted(WANTED))
+NUMERIC_WANTED = tuple(sorted(WANTED - {DEVICE_NAME}))  # the device name is text, read on its own
 
 
 def _dims(action: Any, names: tuple[str, ...]) -> str | None:
@@ -50,6 +50,37 @@ def rules(action: Any) -> tuple[RuleResult, ...]:
     return tuple(out)
 
 
+class _Metrics:
+    """Reads the catalogue's counters from each launch of one report. Every name is looked up
+    (a missing one costs half a microsecond, and launches of one report may hold different metric
+    sets), values are read by their kind (IMetric.value() builds a dict of functions a call), and
+    a metric's unit factor is looked up once a report."""
+
+    def __init__(self, ncu_report: Any) -> None:
+        kinds = ncu_report.IMetric
+        self.read_as = {kinds.ValueKind_DOUBLE: kinds.as_double, kinds.ValueKind_FLOAT: kinds.as_double,
+                        kinds.ValueKind_UINT32: kinds.as_uint64, kinds.ValueKind_UINT64: kinds.as_uint64}
+        self.factors: dict[str, float] = {}
+
+    def read(self, action: Any) -> dict[str, float]:
+        metrics: dict[str, float] = {}
+        lookup, read_as, factors = action.metric_by_name, self.read_as.get, self.factors
+        for name in NUMERIC_WANTED:
+            metric = lookup(name)
+            if metric is None:
+                continue
+            value_of = read_as(metric.kind())
+            if value_of is None:  # a string or no value: not a number
+                continue
+            factor = factors.get(name)
+            if factor is None:
+                factor = factors[name] = unit_factor(metric.unit() or "")
+            scaled = float(value_of(metric)) * factor
+            if measured(scaled):  # NaN, inf or absurd: not a measured number
+                metrics[name] = scaled
+        return metrics
+
+
 def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
     """One RawKernel per profiled launch, numbered across ranges like ncu's CSV "ID" column."""
     shown = display or str(path)
@@ -61,34 +92,22 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
     if context is None:
         raise InputError(shown, "not a readable .ncu-rep report")
     launch_id = 0
-    factors: dict[str, float] = {}  # a metric's unit is fixed within a report: look it up once
+    reader = _Metrics(ncu_report)
+    function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
-            metrics: dict[str, float] = {}
-            for name in WANTED_SORTED:  # direct lookups: a missing metric comes back as None
-                metric = action.metric_by_name(name)
-                if metric is None:
-                    continue
-                value = metric.value()
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    if name not in factors:
-                        factors[name] = unit_factor(metric.unit() or "")
-                    scaled = float(value) * factors[name]
-                    if measured(scaled):  # NaN, inf or absurd: not a measured number
-                        metrics[name] = scaled
             device_metric = action.metric_by_name(DEVICE_NAME)
-            device = None if device_metric is None else str(device_metric.value())
             yield RawKernel(
                 source=shown,
                 launch_id=launch_id,
-                name=action.name(ncu_report.IAction.NameBase_FUNCTION),
-                name_full=action.name(ncu_report.IAction.NameBase_DEMANGLED),
-                device=device,
+                name=action.name(function),
+                name_full=action.name(demangled),
+                device=None if device_metric is None else str(device_metric.value()),
                 grid=_dims(action, GRID_DIMS),
                 block=_dims(action, BLOCK_DIMS),
-                metrics=metrics,
+                metrics=reader.read(action),
                 rules=rules(action),
             )
             launch_id += 1

@@ -23,7 +23,7 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from . import sister
+from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect
 from .kubectl import Kube
 from .transport import PodTransport, Warmup
@@ -63,8 +63,8 @@ class K8sCaptureRequest:
     plan: CapturePlan
     out: Path
     command: tuple[str, ...]
-    tools_image: str = sister.DEFAULT_TOOLS_IMAGE
-    ncu_home: str = sister.DEFAULT_NCU_HOME
+    tools_image: str = DEFAULT_TOOLS_IMAGE
+    ncu_home: str = DEFAULT_NCU_HOME
     ncu_in_image: str | None = None
     pull_secret: str | None = None
     release: str | None = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import redact
+from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 from .inspect import INJECTION_ENV, Inspection
 from .kubectl import check_name
 
@@ -30,8 +31,6 @@ REPORTS = "/kernelscope/reports"
 TOOLS = "kernelscope-tools"
 INSTALL = "kernelscope-ncu-install"
 NCU_VOLUME, REPORTS_VOLUME = "kernelscope-ncu", "kernelscope-reports"
-DEFAULT_TOOLS_IMAGE = "kernelscope-tools:ncu-2025.3.1"
-DEFAULT_NCU_HOME = "/opt/nvidia/nsight-compute/2025.3.1"
 PROBES = ("livenessProbe", "startupProbe")
 
 
