@@ -89,7 +89,7 @@ def test_exact_kernel_name_suggests_the_regex(fx: Path, capsys: pytest.CaptureFi
 def test_join_keeps_every_ncu_input(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["join", "--ncu", str(fx / "decode_gemm.ncu-rep"), "--ncu", str(fx / "fp8_gemm.ncu-rep"),
                  "--format", "json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["kernels"]
     assert [(r["kernel"][:16], r["source"]) for r in rows] == [("nvjet_sm90_tst_6", "decode_gemm"),
                                                                ("nvjet_sm90_qqtst", "fp8_gemm")]
 

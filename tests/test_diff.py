@@ -113,6 +113,16 @@ def test_summed_time_gates_what_a_match_by_name_cannot(fx: Path, tmp_path: Path,
     assert main(["diff", str(base), str(faster), "--fail-on", "duration_ns>+5%"]) == 0
 
 
+def test_instantiations_of_one_template_match_themselves(capsys: pytest.CaptureFixture[str]) -> None:
+    """Three vectorized_elementwise_kernel instantiations (clamp, mul, add) are three kernels each side."""
+    many = str(Path(__file__).parents[1] / "bench" / "data" / "many.ncu-rep.gz")
+    assert main(["diff", many, many, "--fail-on", "duration_ns>+1%", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(k["status"], k["launches"]) for k in doc["kernels"]] == [
+        ("same", [99, 99]), ("same", [100, 100]), ("same", [100, 100]), ("same", [1, 1])]
+    assert sum(k["kernel"].startswith("vectorized_elementwise_kernel<…at::native::") for k in doc["kernels"]) == 3
+
+
 def test_launches_of_a_kernel_compare_by_mean(fx: Path, tmp_path: Path, variant: Variant,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     base = variant(fx / "decode_gemm-raw.csv", tmp_path / "a.csv", copies=3)

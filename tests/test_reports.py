@@ -119,10 +119,39 @@ def test_join_names_across_mangled_demangled_templated(fx: Path, tmp_path: Path)
     shares = tmp_path / "shares.csv"
     shares.write_text("name,share %\n_Z13divergent_fmaPfi,12.5\ncunn_SoftMaxForwardReg,40.0\n")
     items, _ = kernelscope.analyze([str(fx / "softmax.ncu-rep.gz"), str(fx / "divergent.ncu-rep")])
-    rows = join.join(items, join.read_nsys(nsys), join.read_shares(shares))
-    assert [(r.kernel, r.samples_pct, r.nsys_total_ms) for r in rows] == [
+    joined = join.join(items, join.read_nsys(nsys), join.read_shares(shares))
+    assert [(r.kernel, r.samples_pct, r.nsys_total_ms) for r in joined.rows] == [
         ("cunn_SoftMaxForwardReg", 40.0, pytest.approx(1.234567)), ("divergent_fma", 12.5, pytest.approx(0.5))]
-    md = render_markdown(join.table(rows))
-    assert md.startswith("| \\# | kernel | source | ncu µs | samples % | nsys total ms | DRAM % | SM % | SoL % |")
+    md = render_markdown(join.table(joined))
+    assert md.startswith("| \\# | kernel | source | ncu µs | samples % | nsys total ms | DRAM % | SM % | roof | "
+                         "roof % |")
+    # the frontier is weighted by the whole run's nsys totals, and says so
+    assert {(f.kernel, round(f.time_share_pct or 0)) for _, f in joined.frontier} == {
+        ("cunn_SoftMaxForwardReg", 71), ("divergent_fma", 29)}
+    assert {f.share_basis for _, f in joined.frontier} == {"nsys totals"}
+
+
+def test_join_tells_instantiations_of_one_template_apart(fx: Path, tmp_path: Path) -> None:
+    """bench/data/many holds three instantiations of vectorized_elementwise_kernel. nsys names two
+    in full (c++filt spelling: `4`, `2ul`, other spaces); a base-name-only row is not split."""
+    items, _ = kernelscope.analyze(str(fx.parent.parent / "bench" / "data" / "many.ncu-rep.gz"))
+    tail = "std::array<char*, 2ul> >(int, T2, T3)"
+    nsys = tmp_path / "kern_sum.csv"
+    nsys.write_text(
+        '"Total Time (ns)","Name"\n'
+        f'"9000","void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, '
+        f'at::native::binary_internal::MulFunctor<float> >, {tail}"\n'
+        f'"1000","void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, '
+        f'{tail}"\n')
+    joined = join.join(items, join.read_nsys(nsys), {})
+    ms = {op: r.nsys_total_ms for r in joined.rows for op in ("MulFunctor", "OnSelf_add", "clamp") if op in r.kernel}
+    assert ms == {"MulFunctor": pytest.approx(0.009), "OnSelf_add": pytest.approx(0.001), "clamp": None}
+    top = joined.frontier[0][1]
+    assert "MulFunctor" in top.kernel and top.time_share_pct == pytest.approx(90.0)
+    base_only = tmp_path / "base.csv"
+    base_only.write_text('"Total Time (ns)","Name"\n"5000","vectorized_elementwise_kernel"\n')
+    joined = join.join(items, join.read_nsys(base_only), {})
+    assert all(r.nsys_total_ms is None for r in joined.rows)
+    assert len(joined.notes) == 3 and "3 captured kernels share the base name" in joined.notes[0]
 
 

@@ -60,7 +60,7 @@ def test_crowded_kernels_never_overlap(fx: Path) -> None:
     """Twenty kernels at nearly one point: numbers spread out or are left to the key, never stacked."""
     items, _ = kernelscope.analyze(str(fx / "decode_gemm.ncu-rep"))
     a = items[0]
-    crowd = [replace(a, record=replace(a.record, name=f"k{i}", launch_id=i,
+    crowd = [replace(a, record=replace(a.record, name=f"k{i}", name_full=f"k{i}", launch_id=i,
                                        arithmetic_intensity=a.record.arithmetic_intensity * (1 + i / 200),
                                        duration_ns=a.record.duration_ns * (1 + i / 50))) for i in range(20)]
     d, _ = drawn(crowd)

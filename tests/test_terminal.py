@@ -66,14 +66,17 @@ def test_piped_is_plain_whole_and_one_row_a_kernel(fx: Path) -> None:
     assert "bound unmeasured for #1" in res.stdout  # gemm_basic: named, not shown as 0
 
 
-def test_300_launches_are_two_kernels_not_six_thousand_lines() -> None:
+def test_300_launches_are_four_kernels_not_six_thousand_lines() -> None:
+    """299 launches of three instantiations of vectorized_elementwise_kernel and one other kernel."""
     many = Path(__file__).parents[1] / "bench" / "data" / "many.ncu-rep.gz"
     res = cli("analyze", str(many), columns=120)
     lines = res.stdout.splitlines()
     _, _, *rows = table_lines(res.stdout)
-    assert len(rows) == 2 and len(lines) < 40
-    first = rows[0].split()
-    assert first[1] == "vectorized_elementwise_kernel" and first[2] == "299"  # launches together
+    assert len(rows) == 4 and len(lines) < 40
+    assert [r.split()[1][:18] for r in rows] == ["vectorized_elemen…"] * 3 + ["distribution_eleme"]
+    assert {"…bda(float) (instance 1)]…>", "…rnal::MulFunctor<float>>…>", "…FunctorOnSelf_add<float>…>"} == {
+        re.split(r"\s{2,}", r)[1][17:] for r in rows[:3]}  # what tells them apart survives the cut
+    assert sorted(int(re.split(r"\s{2,}", r)[2]) for r in rows) == [1, 99, 100, 100]  # launches together
     assert "every launch: --per-launch" in res.stdout
     per_launch = cli("analyze", str(many), "--per-launch", columns=200)
     assert len(table_lines(per_launch.stdout)) == 2 + 300

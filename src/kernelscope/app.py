@@ -237,9 +237,9 @@ def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
 
 
 def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | None = None,
-         progress: Progress = lambda _: None) -> list[joining.JoinRow]:
+         progress: Progress = lambda _: None) -> joining.Joined:
     """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
-    sample shares, matched by name."""
+    sample shares, matched by name; the frontier weighted by the joined profile."""
     from .report import join as joining
 
     an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)

@@ -232,15 +232,18 @@ def cmd_kernel_internals(a: argparse.Namespace) -> int:
 
 
 def cmd_join(a: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
     from . import app
-    from .report import join
+    from .report import join, markdown, terminal
 
     with _ticker() as tick:
-        rows = app.join([Path(p) for p in a.ncu], Path(a.nsys) if a.nsys else None,
-                        Path(a.zymtrace) if a.zymtrace else None, a.hw, tick.step)
-    emit(_show(join.table(rows), a.format, [asdict(r) for r in rows]))
+        joined = app.join([Path(p) for p in a.ncu], Path(a.nsys) if a.nsys else None,
+                          Path(a.zymtrace) if a.zymtrace else None, a.hw, tick.step)
+    text = _show(join.table(joined), a.format, join.document(joined))
+    if a.format == "markdown":
+        text += markdown.frontier(joined.frontier)
+    elif a.format == "table" and joined.frontier:
+        text += "\n" + "\n".join(terminal.frontier_lines(joined.frontier, _width())) + "\n"
+    emit(text)
     return 0
 
 

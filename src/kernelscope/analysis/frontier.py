@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Assessment
-from .groups import KernelSummary, Tally
+from .groups import KernelSummary, Key, Tally, display_names
 
 BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain / cost
 
@@ -18,7 +18,8 @@ BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain 
 @dataclass(frozen=True)
 class FrontierItem:
     score: float  # gain x (0.25 + time share) / cost: a big kernel's lever first, a cheap one before a dear one
-    kernel: str
+    kernel: str  # as shown: the short name, with template arguments where two kernels share it
+    kernel_full: str  # the kernel's identity (groups.py)
     source: str  # the report it came from: two reports may hold kernels of one name
     time_share_pct: float | None  # None: the kernel is absent from the joined profile
     share_basis: str  # what the share is of
@@ -34,32 +35,33 @@ class FrontierItem:
     unlock_x: float | None
 
 
-def frontier(items: Sequence[Assessment], weights: Mapping[str, float] | None = None,
+def frontier(items: Sequence[Assessment], weights: Mapping[Key, float] | None = None,
              basis: str = "joined profile") -> list[FrontierItem]:
-    """`weights`: kernel name -> its weight in a whole-run profile (nsys total ns, sample %); any
-    unit, since shares are taken over the kernels present here."""
+    """`weights`: kernel (groups.identity) -> its weight in a whole-run profile (nsys total time,
+    sample %); any unit, since shares are taken over the kernels present here."""
     tally = Tally()
     for a in items:
         tally.add(a)
     return ranked(tally.summaries(), weights, basis)
 
 
-def ranked(groups: Sequence[KernelSummary], weights: Mapping[str, float] | None = None,
+def ranked(groups: Sequence[KernelSummary], weights: Mapping[Key, float] | None = None,
            basis: str = "joined profile") -> list[FrontierItem]:
     """The frontier of kernels summarised as they streamed past (groups.Tally)."""
     if weights is None:
         total = sum(g.total_ns or 0.0 for g in groups) or 1.0
         shares: list[float | None] = [(g.total_ns or 0.0) / total for g in groups]
     else:
-        total = sum(weights.get(g.name, 0.0) for g in groups) or 1.0
-        shares = [weights[g.name] / total if g.name in weights else None for g in groups]
+        keys = [(g.source, g.name_full) for g in groups]
+        total = sum(weights.get(k, 0.0) for k in keys) or 1.0
+        shares = [weights[k] / total if k in weights else None for k in keys]
     rows = []
-    for g, share in zip(groups, shares, strict=True):
+    for g, share, shown in zip(groups, shares, display_names((g.name, g.name_full) for g in groups), strict=True):
         what = (f"ncu: {g.launches} launch{'es' if g.launches > 1 else ''} of this kernel over all "
                 "captured launches" if weights is None else basis if share is not None else f"absent from the {basis}")
         for lv in g.levers:
             rows.append(FrontierItem(
-                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, g.name, g.source,
+                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, shown, g.name_full, g.source,
                 None if share is None else 100 * share,
                 what, g.launches, g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
                 lv.gain, lv.cost, lv.unlock_x))

@@ -1,19 +1,72 @@
 """Launches of the same kernel, together: what a reader means by "a kernel" (one row a kernel,
-the frontier ranked by a kernel's total time) while the per-launch figures stay available."""
+the frontier ranked by a kernel's total time) while the per-launch figures stay available.
+
+A kernel is its full (demangled) name in one report: two instantiations of one template (a causal
+and a non-causal flash_fwd_kernel, two head dims) share the short name a person says but are
+different kernels with different verdicts, so they are never merged; where their short names
+collide, `display_names` shows the template arguments that tell them apart."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..model import Assessment, Lever, LimiterKind
+from ..ingest.names import template_name
+from ..model import Assessment, KernelRecord, Lever, LimiterKind
+
+Key = tuple[str, str]  # (report, full kernel name): what makes launches one kernel
+
+
+def identity(rec: KernelRecord) -> Key:
+    return rec.source, rec.name_full or rec.name
+
+
+def display_names(kernels: Iterable[tuple[str, str]]) -> list[str]:
+    """(short name, full name) pairs -> what to show for each: the short name, unless another
+    kernel of that short name has a different full name; then the template arguments that differ
+    between them, `flash_fwd_kernel<…(bool)1…>`, whole arguments (tables cut long names in the
+    middle, so the part that tells them apart must be short; the full name is in --details)."""
+    pairs = list(kernels)
+    fulls: dict[str, set[str]] = {}
+    for name, full in pairs:
+        fulls.setdefault(name, set()).add(template_name(full or name))
+    shown = {name: _differences(sorted(f)) for name, f in fulls.items() if len(f) > 1}
+    return [shown[name][template_name(full or name)] if name in shown else name for name, full in pairs]
+
+
+def _differences(names: list[str]) -> dict[str, str]:
+    """Each name cut to what differs from the others: the common head and tail dropped, widened to
+    whole template arguments."""
+    head = len(_common(names))
+    tail = len(_common([n[::-1] for n in names]))
+    out = {}
+    for n in names:
+        start, end = head, max(len(n) - tail, head)
+        while start > 0 and n[start - 1] not in "<,":
+            start -= 1
+        while end < len(n) and n[end] not in ",>":
+            end += 1
+        base = n.split("<", 1)[0]
+        before = "…" if start > len(base) + 1 else ""  # arguments left out before the ones shown
+        after = "…" if end < len(n) - 1 else ""
+        out[n] = f"{base}<{before}{n[start:end].strip()}{after}>"
+    return out
+
+
+def _common(names: list[str]) -> str:
+    first, last = min(names), max(names)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    return first[:i]
 
 
 @dataclass(frozen=True)
 class KernelGroup:
-    """Every launch of one kernel (same name, same report), slowest first."""
+    """Every launch of one kernel (same full name, same report), slowest first."""
 
     name: str
+    name_full: str
     source: str
     launches: tuple[Assessment, ...]
 
@@ -52,11 +105,12 @@ class KernelGroup:
 
 def group(items: Sequence[Assessment]) -> list[KernelGroup]:
     """Groups in order of first appearance; launches inside a group longest first."""
-    found: dict[tuple[str, str], list[Assessment]] = {}
+    found: dict[Key, list[Assessment]] = {}
     for a in items:
-        found.setdefault((a.record.source, a.record.name), []).append(a)
-    return [KernelGroup(name, source, tuple(sorted(launches, key=lambda a: -(a.record.duration_ns or 0))))
-            for (source, name), launches in found.items()]
+        found.setdefault(identity(a.record), []).append(a)
+    return [KernelGroup(launches[0].record.name, full, source,
+                        tuple(sorted(launches, key=lambda a: -(a.record.duration_ns or 0))))
+            for (source, full), launches in found.items()]
 
 
 @dataclass(frozen=True)
@@ -65,6 +119,7 @@ class KernelSummary:
     representative launch, without the launches themselves."""
 
     name: str
+    name_full: str
     source: str
     launches: int
     total_ns: float | None
@@ -88,11 +143,14 @@ class Tally:
     writer can drop each Assessment once written and still end with the frontier."""
 
     def __init__(self) -> None:
-        self._kinds: dict[tuple[str, str], dict[LimiterKind, _Kind]] = {}
+        self._kinds: dict[Key, dict[LimiterKind, _Kind]] = {}
+        self._names: dict[Key, str] = {}
         self._seen = 0
 
     def add(self, a: Assessment) -> None:
-        kinds = self._kinds.setdefault((a.record.source, a.record.name), {})
+        key = identity(a.record)
+        kinds = self._kinds.setdefault(key, {})
+        self._names.setdefault(key, a.record.name)
         kind = kinds.setdefault(a.limiter.kind, _Kind())
         duration = a.record.duration_ns
         kind.durations.append(duration)
@@ -101,16 +159,17 @@ class Tally:
         self._seen += 1
 
     def summaries(self) -> list[KernelSummary]:
-        return [self._summary(source, name, kinds) for (source, name), kinds in self._kinds.items()]
+        return [self._summary(source, self._names[(source, full)], full, kinds)
+                for (source, full), kinds in self._kinds.items()]
 
     @staticmethod
-    def _summary(source: str, name: str, kinds: dict[LimiterKind, _Kind]) -> KernelSummary:
+    def _summary(source: str, name: str, full: str, kinds: dict[LimiterKind, _Kind]) -> KernelSummary:
         durations = [d for k in kinds.values() for d in k.durations]
         total = None if any(d is None for d in durations) else sum(_longest_first(durations))
         # time_by_limiter: kinds in the order group()'s sorted launches meet them, then by summed time
         met = sorted(kinds.items(), key=lambda kv: (-(kv[1].longest or 0.0), kv[1].first))
         spent = sorted(((sum(_longest_first(k.durations, 0.0)), k) for _, k in met), key=lambda tk: -tk[0])
-        return KernelSummary(name, source, len(durations), total, spent[0][1].levers)
+        return KernelSummary(name, full, source, len(durations), total, spent[0][1].levers)
 
 
 def _longest_first(durations: Iterable[float | None], unmeasured: float | None = None) -> list[float]:

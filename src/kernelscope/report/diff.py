@@ -1,5 +1,6 @@
 """Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are matched by identity
-(the kernel name; the n-th kernel of a name in one with the n-th in the other), each side's launches
+(the full kernel name, template arguments included; the n-th kernel of a name in one with the
+n-th in the other), each side's launches
 of a kernel together: time is the mean per launch, the other figures are the representative
 launch's (the launch whose verdict stands for the kernel, analysis/groups.py). A comparison means
 something only when both sides were captured alike: the same device, metric set, measured figures,
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.groups import KernelGroup
+from ..analysis.groups import KernelGroup, display_names
 from ..columns import value
 from ..manifest import BundleManifest
 from ..model import Assessment
@@ -144,17 +145,19 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
     right = [r.group for r in kernels.ranked(cand)]
     pending: dict[str, list[KernelGroup]] = {}
     for g in right:
-        pending.setdefault(g.name, []).append(g)
+        pending.setdefault(g.name_full, []).append(g)
     pairs: list[tuple[KernelGroup | None, KernelGroup | None]] = [
-        (g, pending[g.name].pop(0) if pending.get(g.name) else None) for g in left]
-    pairs += [(None, g) for g in right if any(g is p for p in pending.get(g.name, ()))]
+        (g, pending[g.name_full].pop(0) if pending.get(g.name_full) else None) for g in left]
+    pairs += [(None, g) for g in right if any(g is p for p in pending.get(g.name_full, ()))]
+    kernels_seen = {g.name_full: g.name for g in [*left, *right]}
+    label = dict(zip(kernels_seen, display_names(((n, f) for f, n in kernels_seen.items())), strict=True))
     out = []
     for rank, (b, c) in enumerate(pairs, 1):
         changes = {n: Change(figure(b, n), figure(c, n)) for n in names}
         verdicts = [(g.text, g.fails(changes[g.figure])) for g in gates] if b and c else []
         either = b if b is not None else c
         assert either is not None
-        out.append(KernelDiff(rank, either.name, b, c, changes, tuple(t for t, v in verdicts if v),
+        out.append(KernelDiff(rank, label[either.name_full], b, c, changes, tuple(t for t, v in verdicts if v),
                               tuple(t for t, v in verdicts if v is None)))
     total, basis = summed(pairs)
     total_failed = tuple(g.text for g in gates if g.figure == "duration_ns" and g.fails(total))

@@ -131,7 +131,8 @@ def _frontier(rows: Sequence[Ranked]) -> str:
         return "<p class='note'>no lever fired for any kernel</p>"
     trs = "".join(
         f"<tr><td class='num'>{i}</td><td class='name'><a href='#v{rank}'>#{rank} {_e(f.kernel)}</a></td>"
-        f"<td class='num'>{f.time_share_pct:.0f} %</td><td><b>{_e(f.rule)}</b>: {_e(f.action)}</td>"
+        f"<td class='num'>{'—' if f.time_share_pct is None else f'{f.time_share_pct:.0f} %'}</td>"
+        f"<td><b>{_e(f.rule)}</b>: {_e(f.action)}</td>"
         f"<td>{_e(f.expected)}</td><td>{_e(f.confirm)}</td></tr>"
         for i, (rank, f) in enumerate(items[:FRONTIER_ROWS], 1))
     return ("<table id='frontier'><thead><tr><th class='num'>#</th><th>kernel</th><th class='num'>time</th>"
@@ -150,7 +151,7 @@ def _stalls(rows: Sequence[Ranked]) -> str:
     trs = []
     for r in shown:
         stalls = r.lead.record.warp_stalls
-        name = f"<td class='name'>#{r.rank} {_e(r.lead.record.name)}</td>"
+        name = f"<td class='name'>#{r.rank} {_e(r.name)}</td>"
         if stalls is None:
             trs.append(f"<tr>{name}<td class='unknown'>not collected (capture with --add stalls or --set full)"
                        "</td></tr>")
@@ -176,7 +177,7 @@ def _verdict(r: Ranked, open_: bool) -> str:
     unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(rec.unmeasured))}</p>" if rec.unmeasured else ""
     roofs = f"ceilings {_e(a.compute_ceiling_key or '—')} and {_e(a.memory_ceiling_key)}"
     stands = "".join(f"<li><b>{_e(label)}</b>: {_e(text)}</li>" for label, text in judgement(a))
-    return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>#{r.rank} {_e(rec.name)}</b> — "
+    return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>#{r.rank} {_e(r.name)}</b> — "
             f"{_e(a.verdict)}</summary><ul class='stands'>{stands}</ul><p class='note'>{roofs}; "
             f"{len(r.group.launches)} launch(es), the representative one shown</p><ul>{limiters}</ul>{levers}"
             f"{unmeasured}</details>")

@@ -1,11 +1,19 @@
 """Join ncu figures with nsys kernel totals and a sampling profiler's shares, by kernel name.
 
-Matching rules (never by timestamps), applied in order to each side's names:
-1. a mangled C++ name (`_Z...`) is reduced to its function's base identifier;
-2. a demangled name is reduced to its base name (no return type, namespaces, template arguments or
-   parameters) — the same `short_name` the readers use;
-3. names then match when equal; failing that, case-insensitively; failing that, when one base name
-   starts with the other (ncu truncates nothing, but profilers often do).
+Matching rules (never by timestamps), applied in order:
+1. the full name with its template arguments (return type, namespaces and parameters dropped)
+   equal on both sides once demangler spellings are set aside (ncu writes `(int)4`, `(bool)0`,
+   `(unsigned long)2`, `<unnamed>`; c++filt-style demanglers `4`, `false`, `2ul`, `(anonymous
+   namespace)`; spaces differ): one instantiation of a template matched to itself;
+2. otherwise by base name: a mangled C++ name (`_Z...`) is reduced to its function's identifier, a
+   demangled one to its base name (the same `short_name` the readers use); base names match when
+   equal, failing that case-insensitively, failing that when one starts with the other (ncu
+   truncates nothing, but profilers often do). A base name shared by several captured kernels
+   (two instantiations of one template) is not matched this way: the profile's figure for it
+   cannot be split between them, so both read as absent and the reason is given.
+
+The joined profile also weights the next-lever frontier: nsys totals (every launch of the run,
+which ncu's few captured launches are not) when given, else the sample shares.
 """
 
 from __future__ import annotations
@@ -14,13 +22,14 @@ import csv
 import io
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..columns import value
+from ..analysis.frontier import FrontierItem
+from ..analysis.groups import Key
 from ..errors import InputError
-from ..ingest.names import short_name
+from ..ingest.names import short_name, template_name
 from ..ingest.units import parse_number
 from ..model import Assessment
 from . import kernels
@@ -58,6 +67,20 @@ def base(name: str) -> str:
     return short_name(itanium_base(name.strip()))
 
 
+_CAST = re.compile(r"\((?:(?:un)?signed )?(?:int|long long|long|short|char|bool|unsigned)\)")
+_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_WORDS = {"true": "1", "false": "0", "(anonymousnamespace)": "anon", "<unnamed>": "anon"}
+
+
+def match_key(name: str) -> str:
+    """A full name with template arguments, spelled one way whatever demangler wrote it."""
+    text = _SUFFIX.sub(r"\1", _CAST.sub("", template_name(name.strip())))
+    text = "".join(text.split())
+    for word, same in _WORDS.items():
+        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", same, text)
+    return text
+
+
 @dataclass(frozen=True)
 class JoinRow:
     rank: int
@@ -68,7 +91,8 @@ class JoinRow:
     nsys_total_ms: float | None
     dram_pct: float | None
     sm_pct: float | None
-    pct_sol: float | None
+    roof: str | None  # the roof the verdict stands on (kernels.nearest_roof)
+    roof_pct: float | None  # % of it, at the kernel's clock
     verdict: str
 
 
@@ -84,20 +108,19 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def read_nsys(path: Path) -> dict[str, float]:
-    """`nsys stats --report cuda_gpu_kern_sum --format csv`: base name -> total ms."""
+    """`nsys stats --report cuda_gpu_kern_sum --format csv`: kernel name as nsys wrote it -> total ms."""
     out: dict[str, float] = {}
     for row in _rows(path):
         if "Name" not in row or "Total Time (ns)" not in row:
             raise InputError(path, 'not an nsys cuda_gpu_kern_sum CSV (needs "Name" and "Total Time (ns)")')
         value = parse_number(row["Total Time (ns)"])
         if value is not None:
-            key = base(row["Name"])
-            out[key] = out.get(key, 0.0) + value / 1e6
+            out[row["Name"]] = out.get(row["Name"], 0.0) + value / 1e6
     return out
 
 
 def read_shares(path: Path) -> dict[str, float]:
-    """A profiler's sample shares: columns name (or function) and share %, base name -> %."""
+    """A profiler's sample shares: columns name (or function) and share %, name as written -> %."""
     out: dict[str, float] = {}
     for row in _rows(path):
         cols = {k.lower().strip(): v for k, v in row.items() if k}
@@ -107,11 +130,11 @@ def read_shares(path: Path) -> dict[str, float]:
             raise InputError(path, "needs a name column and a share % column")
         value = parse_number(share.rstrip("%"))
         if value is not None:
-            out[base(name)] = out.get(base(name), 0.0) + value
+            out[name] = out.get(name, 0.0) + value
     return out
 
 
-def _lookup(table: dict[str, float], name: str) -> float | None:
+def _lookup(table: Mapping[str, float], name: str) -> float | None:
     if name in table:
         return table[name]
     lowered = {k.lower(): v for k, v in table.items()}
@@ -121,24 +144,66 @@ def _lookup(table: dict[str, float], name: str) -> float | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def join(items: Sequence[Assessment], nsys: dict[str, float], shares: dict[str, float],
-         labels: Mapping[str, str] | None = None) -> list[JoinRow]:
+class Profile:
+    """One whole-run profile's figures by name, looked up by the matching rules above."""
+
+    def __init__(self, figures: Mapping[str, float]) -> None:
+        self.full: dict[str, float] = {}
+        self.by_base: dict[str, float] = {}
+        for name, v in figures.items():
+            self.full[match_key(name)] = self.full.get(match_key(name), 0.0) + v
+            self.by_base[base(name)] = self.by_base.get(base(name), 0.0) + v
+
+    def find(self, full: str, shared_base: bool) -> float | None:
+        hit = self.full.get(match_key(full))
+        if hit is not None or shared_base:
+            return hit
+        return _lookup(self.by_base, base(full))
+
+
+@dataclass(frozen=True)
+class Joined:
+    rows: list[JoinRow]
+    frontier: list[tuple[int, FrontierItem]]  # weighted by the joined profile when one matched
+    notes: tuple[str, ...]  # kernels a profile could not be matched to, and why
+
+
+def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping[str, float],
+         labels: Mapping[str, str] | None = None) -> Joined:
     """One row a kernel (its launches together, ranked by time), whatever report it came from."""
-    rows = []
-    for r in kernels.ranked(items):
-        a = r.lead
-        name = base(a.record.name_full or a.record.name)
-        rows.append(JoinRow(r.rank, a.record.name, (labels or {}).get(a.record.source, a.record.source),
-                            None if r.total_ns is None else r.total_ns / 1e3, _lookup(shares, name),
-                            _lookup(nsys, name), a.record.dram_throughput_pct, a.record.sm_busy_pct,
-                            value(a, "pct_sol"), a.verdict))
-    return rows
+    ranked = kernels.ranked(items)
+    bases: dict[str, int] = {}
+    for r in ranked:
+        bases[base(r.group.name_full)] = bases.get(base(r.group.name_full), 0) + 1
+    by_nsys, by_shares = Profile(nsys), Profile(shares)
+    rows, notes = [], []
+    weights: dict[Key, float] = {}
+    for r in ranked:
+        a, full = r.lead, r.group.name_full
+        shared = bases[base(full)] > 1
+        ms, pct = by_nsys.find(full, shared), by_shares.find(full, shared)
+        if shared and (nsys or shares) and ms is None and pct is None:
+            notes.append(f"#{r.rank} {r.name}: {bases[base(full)]} captured kernels share the base name "
+                         f"{base(full)!r} and the profile names none of them in full: its figure is not split")
+        weight = ms if nsys else pct
+        if weight is not None:
+            weights[(r.group.source, full)] = weight
+        roof = kernels.nearest_roof(a)
+        rows.append(JoinRow(r.rank, r.name, (labels or {}).get(a.record.source, a.record.source),
+                            None if r.total_ns is None else r.total_ns / 1e3, pct, ms,
+                            a.record.dram_throughput_pct, a.record.sm_busy_pct,
+                            None if roof is None else kernels.roof_name(roof), None if roof is None else roof.pct,
+                            a.verdict))
+    basis = "nsys totals" if nsys else "sample shares"
+    front = kernels.kernel_frontier(ranked, weights, basis) if weights else kernels.kernel_frontier(ranked)
+    return Joined(rows, front, tuple(notes))
 
 
-def table(rows: Sequence[JoinRow], title: str = "") -> Table:
+def table(joined: Joined, title: str = "") -> Table:
     def f(spec: str) -> Callable[[Any], str]:
         return lambda v: format(v, spec)
 
+    rows = joined.rows
     cols = [Col("rank", "#", right=True), Col("kernel", "kernel", elide=NAME, code=True)]
     several = len({r.source for r in rows}) > 1
     if several:
@@ -148,6 +213,14 @@ def table(rows: Sequence[JoinRow], title: str = "") -> Table:
              Col("nsys_total_ms", "nsys total ms", f(".3f"), right=True),
              Col("dram_pct", "DRAM %", f(".0f"), right=True, drop=3),
              Col("sm_pct", "SM %", f(".0f"), right=True, drop=2),
-             Col("pct_sol", "SoL %", f(".0f"), right=True), Col("verdict", "verdict", drop=1)]
+             Col("roof", "roof", drop=5), Col("roof_pct", "roof %", f(".0f"), right=True),
+             Col("verdict", "verdict", drop=1)]
     keys = [c.key for c in cols]
-    return Table(tuple(cols), [[getattr(r, k) for k in keys] for r in rows], title)
+    return Table(tuple(cols), [[getattr(r, k) for k in keys] for r in rows], title, joined.notes)
+
+
+def document(joined: Joined) -> dict[str, Any]:
+    """`join --format json`: the rows, the frontier as weighted, and the notes."""
+    return {"kernels": [asdict(r) for r in joined.rows],
+            "frontier": [{"rank": rank, **asdict(f)} for rank, f in joined.frontier],
+            "notes": list(joined.notes)}

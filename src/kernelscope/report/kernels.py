@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from ..analysis.frontier import FrontierItem, frontier
-from ..analysis.groups import KernelGroup, group
+from ..analysis.groups import KernelGroup, Key, display_names, group
 from ..columns import BY_NAME, value
 from ..model import Assessment, Limiter
 from .style import BOUND_ANSI
@@ -39,13 +39,15 @@ class Ranked:
     group: KernelGroup
     total_ns: float | None  # the group's summed time (None if a launch's was not measured)
     lead: Assessment  # the launch whose figures and verdict stand for the kernel
+    name: str  # as shown: the short name, with template arguments where two kernels share it
 
 
 def ranked(items: Sequence[Assessment], per_launch: bool = False) -> list[Ranked]:
-    groups = ([KernelGroup(a.record.name, a.record.source, (a,)) for a in items] if per_launch
+    groups = ([KernelGroup(a.record.name, a.record.name_full, a.record.source, (a,)) for a in items] if per_launch
               else group(items))
     timed = sorted(((g.total_ns, g) for g in groups), key=lambda tg: -(tg[0] or 0.0))
-    return [Ranked(i, g, t, g.representative) for i, (t, g) in enumerate(timed, 1)]
+    shown = display_names((g.name, g.name_full) for _, g in timed)
+    return [Ranked(i, g, t, g.representative, n) for i, ((t, g), n) in enumerate(zip(timed, shown, strict=True), 1)]
 
 
 def total_time(rows: Sequence[Ranked]) -> float:
@@ -53,13 +55,23 @@ def total_time(rows: Sequence[Ranked]) -> float:
     return sum(r.total_ns or 0.0 for r in rows) or 1.0
 
 
-def kernel_frontier(rows: Sequence[Ranked]) -> list[tuple[int, FrontierItem]]:
+def kernel_frontier(rows: Sequence[Ranked], weights: Mapping[Key, float] | None = None,
+                    basis: str = "joined profile") -> list[tuple[int, FrontierItem]]:
     """The next-lever frontier over kernels (analysis/frontier.py ranks each kernel by its total
-    time over its launches), with the kernel's rank in the table."""
-    rank: dict[tuple[str, str], int] = {}
+    time over its launches, or by `weights` from a joined whole-run profile), with the kernel's
+    rank in the table."""
+    rank: dict[Key, int] = {}
     for r in rows:  # per launch, a kernel has several rows: the first gives the rank
-        rank.setdefault((r.lead.record.source, r.lead.record.name), r.rank)
-    return [(rank.get((f.source, f.kernel), 0), f) for f in frontier([a for r in rows for a in r.group.launches])]
+        rank.setdefault((r.group.source, r.group.name_full), r.rank)
+    items = frontier([a for r in rows for a in r.group.launches], weights, basis)
+    return [(rank.get((f.source, f.kernel_full), 0), f) for f in items]
+
+
+def share_text(f: FrontierItem) -> str:
+    """A frontier row's share, saying of what: ncu's captured time or a joined profile's."""
+    if f.time_share_pct is None:
+        return f.share_basis
+    return f"{f.time_share_pct:.0f} % of {'time' if f.share_basis.startswith('ncu:') else f.share_basis}"
 
 
 REPORT_SUFFIXES = (".ncu-rep.gz", ".ncu-rep", ".csv.gz", ".csv")
@@ -95,11 +107,14 @@ def nearest_roof(a: Assessment) -> Limiter | None:
 
 
 def judgement(a: Assessment) -> list[tuple[str, str]]:
-    """What a verdict stands on, as (label, text) lines for the detailed views: the figures that
-    decided it, ncu's own verdict and rules beside it, and who owns the code (which sets the levers)."""
+    """What a verdict stands on, as (label, text) lines for the detailed views: the kernel's full
+    name, the figures that decided it, ncu's own verdict and rules beside it, and who owns the code
+    (which sets the levers)."""
     agrees = {True: "agrees", False: "differs", None: "not compared"}[a.ncu.agrees]
     p = a.provenance
-    out = [("evidence", e) for e in a.evidence]
+    full = a.record.name_full
+    out = [("full name", full)] if full and full != a.record.name else []
+    out += [("evidence", e) for e in a.evidence]
     out.append((f"ncu's verdict, {agrees}", a.ncu.why))
     if a.ncu.rules:
         out.append(("ncu rules fired", ", ".join(a.ncu.rules)))
@@ -107,7 +122,7 @@ def judgement(a: Assessment) -> list[tuple[str, str]]:
     return out
 
 
-def _roof_name(r: Limiter) -> str:
+def roof_name(r: Limiter) -> str:
     return r.name.replace(" roof", "")
 
 
@@ -150,7 +165,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
     out = []
     for r in rows:
         a, g = r.lead, r.group
-        vals: list[Any] = [r.rank, a.record.name]
+        vals: list[Any] = [r.rank, r.name]
         if several:
             vals.append(labels.get(g.source, g.source))
         if launches:
@@ -159,7 +174,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
             vals.append(a.record.launch_id)
         roof = nearest_roof(a)
         vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, a.bound,
-                 None if roof is None else _roof_name(roof), None if roof is None else roof.pct,
+                 None if roof is None else roof_name(roof), None if roof is None else roof.pct,
                  *[value(a, name) for name, *_ in FIGURES], a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)
     return Table(tuple(cols), out, title, notes)

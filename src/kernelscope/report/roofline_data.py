@@ -72,7 +72,7 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
         share = (row.total_ns or 0.0) / total_ns
         time = _fmt(None if row.total_ns is None else row.total_ns / 1e3, ".1f", "µs")
         details = {
-            "kernel": f"#{row.rank} {r.name}" + (f" ({len(row.group.launches)} launches)"
+            "kernel": f"#{row.rank} {row.name}" + (f" ({len(row.group.launches)} launches)"
                                                   if len(row.group.launches) > 1 else ""),
             "verdict": f"{a.bound} · {time} ({100 * share:.1f} % of time)",
             "figures": f"AI {_fmt(r.arithmetic_intensity, '.1f', 'FLOP/B')} · "
@@ -85,7 +85,7 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
                 no_flops.append(row.rank)
                 continue
             ceiling = (a.compute_ceiling_key, a.compute_ceiling_tflops)
-            point = Point(row.rank, r.name, r.arithmetic_intensity, r.achieved_tflops, True, a.bound, share,
+            point = Point(row.rank, row.name, r.arithmetic_intensity, r.achieved_tflops, True, a.bound, share,
                           a.compute_ceiling_key, details)
         else:
             c = dev.for_precision(categorize(r.name, r.name_full)[1])
@@ -94,7 +94,7 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
                 continue
             ceiling = (c.key, c.value)
             details["placed by"] = f"SM busy {r.sm_busy_pct:.0f} % of {c.key} (AI unmeasured)"
-            point = Point(row.rank, r.name, c.value / mem, c.value * r.sm_busy_pct / 100, False, a.bound, share,
+            point = Point(row.rank, row.name, c.value / mem, c.value * r.sm_busy_pct / 100, False, a.bound, share,
                           c.key, details)
         key, tflops = ceiling
         if key and tflops and mem:

@@ -9,6 +9,7 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from ..analysis.frontier import FrontierItem
 from ..model import Assessment
 from . import kernels
 from .kernels import Ranked
@@ -26,14 +27,15 @@ def _name(name: str, width: int | None) -> str:
     return elide(clean(name), max(24, (width or 10_000) // 2))
 
 
-def frontier_lines(rows: Sequence[Ranked], width: int | None, shown: int = FRONTIER_SHOWN) -> list[str]:
-    items = kernels.kernel_frontier(rows)
-    if not items:
+def frontier_lines(front: Sequence[tuple[int, FrontierItem]], width: int | None,
+                   shown: int = FRONTIER_SHOWN) -> list[str]:
+    """The next levers across kernels (kernels.kernel_frontier), the first `shown` of them."""
+    if not front:
         return []
-    out = wrap(f"Next levers across kernels (expected gain x time share / cost; {min(shown, len(items))} "
-               f"of {len(items)}):", width)
-    for i, (rank, f) in enumerate(items[:shown], 1):
-        out += wrap(f"{i:2d}. #{rank} {_name(f.kernel, width)} ({f.time_share_pct:.0f} % of time) "
+    out = wrap(f"Next levers across kernels (expected gain x time share / cost; {min(shown, len(front))} "
+               f"of {len(front)}):", width)
+    for i, (rank, f) in enumerate(front[:shown], 1):
+        out += wrap(f"{i:2d}. #{rank} {_name(f.kernel, width)} ({kernels.share_text(f)}) "
                      f"[{f.rule}] {f.action}", width, "     ")
         out += wrap(f"     expect: {f.expected}; confirm: {f.confirm}", width, "     ")
     return out
@@ -47,7 +49,7 @@ def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
     times = [t / 1e3 for t in (x.record.duration_ns for x in g.launches) if t is not None]
     spread = (f"{len(g.launches)} launches, {min(times):.1f}-{max(times):.1f} µs" if len(g.launches) > 1 and times
               else f"launch {rec.launch_id}")
-    out = wrap(f"#{r.rank} {rec.name} ({source}, {spread}, {rec.device or 'device unknown'})", width)
+    out = wrap(f"#{r.rank} {r.name} ({source}, {spread}, {rec.device or 'device unknown'})", width)
     lines = [a.verdict, *(f"{label}: {text}" for label, text in kernels.judgement(a))]
     roof = (f"compute ceiling {a.compute_ceiling_key} = {_n(a.compute_ceiling_tflops, 'g')} TFLOP/s, "
             if a.compute_ceiling_key else "")
@@ -105,7 +107,7 @@ def _render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str
     if unmeasured:
         out += wrap(f"bound unmeasured for {', '.join(unmeasured[:10])}{' …' if len(unmeasured) > 10 else ''}: no "
                     "FLOP/byte counters (capture with --set roofline); --details says which", width)
-    front = frontier_lines(rows, width)
+    front = frontier_lines(kernels.kernel_frontier(rows), width)
     if front:
         out += ["", *front]
     if details:
