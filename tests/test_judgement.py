@@ -3,6 +3,7 @@ ncu's own verdict beside ours, and kernels ranked by their total time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ from kernelscope import catalogue as C
 from kernelscope.analysis.derive import derive
 from kernelscope.analysis.judge import boundary
 from kernelscope.analysis.levers import PULLABLE
+from kernelscope.analysis.provenance import classify
 from kernelscope.analysis.verdict import assess
 from kernelscope.ceilings import load as load_ceilings
+from kernelscope.ingest.names import short_name
 from kernelscope.model import Limiter, LimiterKind, RawKernel
 
 HBM = "h200-sxm.memory.hbm"
@@ -181,3 +184,27 @@ def test_near_a_line_both_sides_are_said() -> None:
     assert boundary(roof("tensor", 70.0), roof("issue", 20.0)) == ""
     assert "l2 57.0 % is just under it, so latency is named" in boundary(roof("latency", None), roof("l2", 57.0))
 
+
+
+@pytest.mark.parametrize(("full", "owner", "family"), [
+    # cuBLAS's CUTLASS kernels, as PyTorch runs them on Ampere (the kernel is a cutlass:: template)
+    ("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>(T1::Params)",
+     "library", "CUTLASS in cuBLAS"),
+    # vLLM's own CUTLASS GEMM: a template vLLM instantiates, its tile configuration in reach
+    ("void cutlass::device_kernel<vllm::cutlass_3x_gemm<cutlass::float_e4m3_t, cutlass::bfloat16_t, "
+     "vllm::c3x::ScaledEpilogue, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>>::GemmKernel>"
+     "(T1::Params)", "open", "vLLM"),
+    ("void marlin::Marlin<(int)256, (int)1, (int)8, (int)8, (int)4, (int)8>(const int4 *, const int4 *, int4 *)",
+     "open", "Marlin (vLLM)"),
+    ("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16 *, const c10::BFloat16 *, const c10::BFloat16 *, "
+     "float, int, int)", "open", "vLLM"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>>>(T1::Params)",
+     "open", "CUTLASS"),
+    ("void flash::FlashAttnFwdSm90<cutlass::bfloat16_t>(flash::Params)", "open", "FlashAttention"),
+    ("void my_kernel(float *)", "user", "your code"),
+])
+def test_owner_from_the_full_name(fx: Path, full: str, owner: str, family: str) -> None:
+    """Who owns a kernel decides its levers: read from the full name, where vLLM and CUTLASS put it."""
+    a = one(fx, "divergent.ncu-rep")
+    rec = replace(a.record, name=short_name(full), name_full=full)
+    assert (classify(rec).kind, classify(rec).family) == (owner, family)

@@ -12,10 +12,10 @@ from functools import lru_cache
 # (category, regex on the kernel's short or full name, family precision class)
 CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
     ("NCCL", r"nccl|all_?reduce|allgather|reduce_?scatter|multimem", "fp32"),
-    ("FP4/FP8 BMM", r"bmm_E2m1|bmm_E4m3|fp4|nvfp4|e2m1|qqtst|fp8.*gemm|gemm.*fp8|scaled_mm", "tensor_fp8"),
+    ("FP4/FP8 BMM", r"bmm_E2m1|bmm_E4m3|fp4|nvfp4|e2m1|e4m3|e5m2|qqtst|fp8.*gemm|gemm.*fp8|scaled_mm", "tensor_fp8"),
     ("MoE", r"moe|fused_experts|topk_?gating|expert", "tensor_bf16"),
     ("attention/FMHA", r"fmha|flash|attention|attn|paged_?attention|mla", "tensor_bf16"),
-    ("GEMM/cuBLAS", r"nvjet|gemm|gemv|cutlass|xmma|cublas|sm90_|matmul|wgmma", "tensor_bf16"),
+    ("GEMM/cuBLAS", r"nvjet|gemm|gemv|cutlass|xmma|cublas|sm90_|matmul|wgmma|marlin", "tensor_bf16"),
     ("Triton-fused", r"^triton_|triton", "fp32"),
     ("elementwise", r"elementwise|vectorized|unrolled|norm|softmax|SoftMax|reduce|copy|fill|silu|gelu|act_and_mul",
      "fp32"),

@@ -11,14 +11,20 @@ from functools import lru_cache
 
 from ..model import KernelRecord, Provenance, ProvenanceKind
 
-# (owner, family, regex on the short or demangled name)
+# (owner, family, regex on the short or demangled name), first match wins: cuBLAS's own CUTLASS
+# kernels (`cutlass::Kernel2<cutlass_80_tensorop_...>`) before open CUTLASS templates that a project
+# instantiates itself (vLLM's `cutlass::device_kernel<vllm::cutlass_3x_gemm<...>>`), whose tile
+# configuration is in reach
 PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("library", "NCCL", r"^nccl|nccl(Dev)?Kernel"),
     ("library", "cuBLAS", r"^nvjet_|^cublas|^gemmk1_kernel|^splitKreduce_kernel|^gemv2?[NT]?_kernel|^gemvx?_kernel"),
-    ("library", "CUTLASS in cuBLAS", r"^cutlass_\d+_|^sm\d+_xmma_|^xmma_"),
+    ("library", "CUTLASS in cuBLAS", r"\bcutlass_\d+_|\bsm\d+_xmma_|^xmma_"),
     ("library", "cuDNN", r"cudnn"),
     ("open", "FlashAttention", r"^flash_(fwd|bwd)|\bflash::|flash_attn"),
     ("open", "FlashInfer", r"flashinfer"),
+    ("open", "Marlin (vLLM)", r"\bmarlin\w*::|\bMarlin<"),
+    ("open", "vLLM", r"\bvllm::"),
+    ("open", "CUTLASS", r"\bcutlass::"),
     ("open", "Triton (torch.compile)", r"^triton_(poi|red|per|tem|for)_"),
     ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
                              r"|^CatArrayBatchedCopy|^distribution_elementwise"),
