@@ -114,7 +114,7 @@ def judgement(a: Assessment) -> list[tuple[str, str]]:
     p = a.provenance
     full = a.record.name_full
     out = [("full name", full)] if full and full != a.record.name else []
-    out += [("evidence", e) for e in a.evidence]
+    out += [("evidence", e) for e in a.evidence if e != a.verdict]
     out.append((f"ncu's verdict, {agrees}", a.ncu.why))
     if a.ncu.rules:
         out.append(("ncu rules fired", ", ".join(a.ncu.rules)))
