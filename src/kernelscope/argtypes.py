@@ -24,26 +24,25 @@ def path(text: str) -> str:
     return text
 
 
-def seconds(text: str) -> float:
-    """A wait, in seconds: finite and positive."""
+def _finite(text: str, what: str, above_zero: bool) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r:.40} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r:.40}: seconds must be a finite number above 0")
+        raise argparse.ArgumentTypeError(f"{text!r:.40} is not {what}") from None
+    if not math.isfinite(value) or value < 0 or (above_zero and value == 0):
+        raise argparse.ArgumentTypeError(f"{text!r:.40}: must be a finite number, "
+                                         + ("above 0" if above_zero else "0 or more"))
     return value
+
+
+def seconds(text: str) -> float:
+    """A wait, in seconds: finite and positive."""
+    return _finite(text, "a number of seconds", above_zero=True)
 
 
 def amount(text: str) -> float:
     """A count of work (FLOP, bytes): finite and not negative."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r:.40} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r:.40}: must be a finite number, 0 or more")
-    return value
+    return _finite(text, "a number", above_zero=False)
 
 
 def _integer(text: str, low: int, high: int | None = None) -> int:
