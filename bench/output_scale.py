@@ -39,7 +39,8 @@ def kernels(n: int) -> tuple[list[Assessment], CeilingsFile]:
         a = base[i % len(base)]
         r = a.record
         spread = 10 ** (3 * ((i * 7919) % n) / n)  # times over three decades, in no order
-        out.append(replace(a, record=replace(r, name=f"{r.name}_{i}", launch_id=i, source=f"cell{i % 8}/r",
+        name = f"{r.name}_{i}"  # a distinct kernel: its identity is its full name
+        out.append(replace(a, record=replace(r, name=name, name_full=name, launch_id=i, source=f"cell{i % 8}/r",
                                              duration_ns=None if r.duration_ns is None else r.duration_ns * spread)))
     return out, table
 

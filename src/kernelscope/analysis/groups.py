@@ -29,8 +29,12 @@ def display_names(kernels: Iterable[tuple[str, str]]) -> list[str]:
     pairs = list(kernels)
     fulls: dict[str, set[str]] = {}
     for name, full in pairs:
-        fulls.setdefault(name, set()).add(template_name(full or name))
-    shown = {name: _differences(sorted(f)) for name, f in fulls.items() if len(f) > 1}
+        fulls.setdefault(name, set()).add(full or name)
+    shown = {}
+    for name, full_names in fulls.items():
+        templates = {template_name(f) for f in full_names} if len(full_names) > 1 else set()
+        if len(templates) > 1:
+            shown[name] = _differences(sorted(templates))
     return [shown[name][template_name(full or name)] if name in shown else name for name, full in pairs]
 
 

@@ -30,6 +30,8 @@ def _without_parameters(text: str) -> str:
 
 def _top_level_split(text: str, sep: str) -> list[str]:
     """`text` split at `sep` outside template brackets."""
+    if "<" not in text:
+        return text.split(sep)
     parts, depth, start, i = [], 0, 0, 0
     while i < len(text):
         ch = text[i]
