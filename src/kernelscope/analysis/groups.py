@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from os.path import commonprefix
 
 from ..ingest.names import template_name
 from ..model import Assessment, KernelRecord, Lever, LimiterKind
@@ -41,8 +42,8 @@ def display_names(kernels: Iterable[tuple[str, str]]) -> list[str]:
 def _differences(names: list[str]) -> dict[str, str]:
     """Each name cut to what differs from the others: the common head and tail dropped, widened to
     whole template arguments."""
-    head = len(_common(names))
-    tail = len(_common([n[::-1] for n in names]))
+    head = len(commonprefix(names))
+    tail = len(commonprefix([n[::-1] for n in names]))
     out = {}
     for n in names:
         start, end = head, max(len(n) - tail, head)
@@ -55,14 +56,6 @@ def _differences(names: list[str]) -> dict[str, str]:
         after = "…" if end < len(n) - 1 else ""
         out[n] = f"{base}<{before}{n[start:end].strip()}{after}>"
     return out
-
-
-def _common(names: list[str]) -> str:
-    first, last = min(names), max(names)
-    i = 0
-    while i < min(len(first), len(last)) and first[i] == last[i]:
-        i += 1
-    return first[:i]
 
 
 @dataclass(frozen=True)
