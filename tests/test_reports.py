@@ -155,3 +155,13 @@ def test_join_tells_instantiations_of_one_template_apart(fx: Path, tmp_path: Pat
     assert len(joined.notes) == 3 and "3 captured kernels share the base name" in joined.notes[0]
 
 
+
+
+def test_join_one_kernel_in_two_reports_still_matches_by_base_name(fx: Path, tmp_path: Path) -> None:
+    """The same softmax captured twice is one kernel under its base name, not two to split between."""
+    shutil.copy(fx / "softmax.ncu-rep.gz", tmp_path / "again.ncu-rep.gz")
+    items, _ = kernelscope.analyze([str(fx / "softmax.ncu-rep.gz"), str(tmp_path / "again.ncu-rep.gz")])
+    shares = tmp_path / "shares.csv"
+    shares.write_text("name,share %\ncunn_SoftMaxForwardReg,40.0\n")
+    joined = join.join(items, {}, join.read_shares(shares))
+    assert [r.samples_pct for r in joined.rows] == [40.0, 40.0] and joined.notes == ()

@@ -151,8 +151,9 @@ class Profile:
         self.full: dict[str, float] = {}
         self.by_base: dict[str, float] = {}
         for name, v in figures.items():
-            self.full[match_key(name)] = self.full.get(match_key(name), 0.0) + v
-            self.by_base[base(name)] = self.by_base.get(base(name), 0.0) + v
+            key, short = match_key(name), base(name)
+            self.full[key] = self.full.get(key, 0.0) + v
+            self.by_base[short] = self.by_base.get(short, 0.0) + v
 
     def find(self, full: str, shared_base: bool) -> float | None:
         hit = self.full.get(match_key(full))
@@ -172,18 +173,18 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
          labels: Mapping[str, str] | None = None) -> Joined:
     """One row a kernel (its launches together, ranked by time), whatever report it came from."""
     ranked = kernels.ranked(items)
-    bases: dict[str, int] = {}
+    fulls: dict[str, set[str]] = {}  # base name -> the distinct kernels captured under it
     for r in ranked:
-        bases[base(r.group.name_full)] = bases.get(base(r.group.name_full), 0) + 1
+        fulls.setdefault(base(r.group.name_full), set()).add(match_key(r.group.name_full))
     by_nsys, by_shares = Profile(nsys), Profile(shares)
     rows, notes = [], []
     weights: dict[Key, float] = {}
     for r in ranked:
         a, full = r.lead, r.group.name_full
-        shared = bases[base(full)] > 1
-        ms, pct = by_nsys.find(full, shared), by_shares.find(full, shared)
-        if shared and (nsys or shares) and ms is None and pct is None:
-            notes.append(f"#{r.rank} {r.name}: {bases[base(full)]} captured kernels share the base name "
+        sharing = len(fulls[base(full)])
+        ms, pct = by_nsys.find(full, sharing > 1), by_shares.find(full, sharing > 1)
+        if sharing > 1 and (nsys or shares) and ms is None and pct is None:
+            notes.append(f"#{r.rank} {r.name}: {sharing} captured kernels share the base name "
                          f"{base(full)!r} and the profile names none of them in full: its figure is not split")
         weight = ms if nsys else pct
         if weight is not None:
@@ -195,7 +196,7 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
                             None if roof is None else kernels.roof_name(roof), None if roof is None else roof.pct,
                             a.verdict))
     basis = "nsys totals" if nsys else "sample shares"
-    front = kernels.kernel_frontier(ranked, weights, basis) if weights else kernels.kernel_frontier(ranked)
+    front = kernels.kernel_frontier(ranked, weights or None, basis)
     return Joined(rows, front, tuple(notes))
 
 
