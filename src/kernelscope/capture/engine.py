@@ -48,7 +48,7 @@ class Context:
     kubernetes: KubeContext | None = None
     user: Mapping[str, str] = field(default_factory=dict)  # --context model=... etc.
     app_cuda: str | None = None  # the application's CUDA version, when known (skew diagnosis)
-    commands_run: Sequence[CommandRun] = ()  # a live list: read when the bundle is written
+    commands_run: Callable[[], Sequence[CommandRun]] = tuple  # the commands so far: called when the bundle is written
     extras: Callable[[], Mapping[str, str]] | None = None  # more files for the bundle (e.g. the sister's values)
 
 
@@ -147,7 +147,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             notes=plan.notes,
             analytic=ctx.analytic,
             kubernetes=ctx.kubernetes,
-            commands_run=tuple(ctx.commands_run),
+            commands_run=tuple(ctx.commands_run()),
             context=dict(ctx.user),
         )
         for name, text in (ctx.extras() if ctx.extras else {}).items():

@@ -157,7 +157,7 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
                 _dry_run(plan, transport, ncu, say)
             else:
                 ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx,
-                                     user=req.context, app_cuda=ins.app_cuda, commands_run=kube.log_view(),
+                                     user=req.context, app_cuda=ins.app_cuda, commands_run=kube.log,
                                      extras=transport.extra_files)
                 manifest = engine.run(plan, req.out, transport, ctx, req.timeout, say)
                 out = req.out

@@ -13,7 +13,6 @@ import re
 import shlex
 import subprocess
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,19 +100,3 @@ class Kube:
 
         return [CommandRun(tuple(redact.argv(s.argv)), s.mutates, s.exit_code,
                            None if s.seconds is None else round(s.seconds, 2)) for s in self.steps]
-
-    def log_view(self) -> CommandLog:
-        return CommandLog(self)
-
-
-class CommandLog(Sequence["CommandRun"]):
-    """The steps as the bundle records them, read when it is written (so it holds every step so far)."""
-
-    def __init__(self, kube: Kube) -> None:
-        self.kube = kube
-
-    def __len__(self) -> int:
-        return len(self.kube.steps)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self.kube.log()[i]
