@@ -158,9 +158,10 @@ def _kernel_hint(req: AnalyzeRequest) -> str:
 
 
 def write_results(an: Analysis, out_dir: Path) -> list[Path]:
-    from .report.writers import to_csv, to_json
+    from .report.writers import to_json_and_csv
 
-    return write_files({"kernels.json": to_json(an.items, an.context()), "kernels.csv": to_csv(an.items)}, out_dir)
+    as_json, as_csv = to_json_and_csv(an.items, an.context())
+    return write_files({"kernels.json": as_json, "kernels.csv": as_csv}, out_dir)
 
 
 def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from os.path import commonprefix
 
 from ..ingest.names import template_name
@@ -67,7 +68,7 @@ class KernelGroup:
     source: str
     launches: tuple[Assessment, ...]
 
-    @property
+    @cached_property
     def total_ns(self) -> float | None:
         """Summed duration; None if any launch's duration was not measured."""
         times = [a.record.duration_ns for a in self.launches]
@@ -78,7 +79,7 @@ class KernelGroup:
         total = self.total_ns
         return None if total is None else total / len(self.launches)
 
-    @property
+    @cached_property
     def time_by_limiter(self) -> dict[LimiterKind, float]:
         """Summed duration of the launches behind each limiter kind, most first (launches of one
         kernel can differ: a decode and a prefill shape through the same GEMM)."""
@@ -92,12 +93,17 @@ class KernelGroup:
         """Every launch has the same limiter kind."""
         return len(self.time_by_limiter) == 1
 
-    @property
+    @cached_property
     def representative(self) -> Assessment:
         """The launch whose verdict stands for the kernel: the longest launch of the limiter kind
         that holds most of the kernel's time, so the group's verdict is where its time goes."""
         kind = next(iter(self.time_by_limiter))
         return next(a for a in self.launches if a.limiter.kind == kind)
+
+    def summary(self) -> KernelSummary:
+        """What the frontier needs of this kernel (as Tally gives it for streamed launches)."""
+        return KernelSummary(self.name, self.name_full, self.source, len(self.launches), self.total_ns,
+                             self.representative.next_levers)
 
 
 def group(items: Sequence[Assessment]) -> list[KernelGroup]:

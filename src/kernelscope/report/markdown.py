@@ -14,9 +14,10 @@ from .terminal import FRONTIER_SHOWN
 
 def analysis(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None = None,
              per_launch: bool = False) -> str:
-    rows = kernels.ranked(items, per_launch)
-    return render_markdown(kernels.table(rows, labels, per_launch=per_launch, title=headline)) + \
-        frontier(kernels.kernel_frontier(rows))
+    with kernels.no_gc_pauses():
+        rows = kernels.ranked(items, per_launch)
+        return render_markdown(kernels.table(rows, labels, per_launch=per_launch, title=headline)) + \
+            frontier(kernels.kernel_frontier(rows))
 
 
 def frontier(front: Sequence[tuple[int, FrontierItem]]) -> str:

@@ -5,9 +5,7 @@ kernel name can neither colour, move the cursor nor link anything."""
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 
 from ..analysis.frontier import FrontierItem
 from ..model import Assessment
@@ -74,24 +72,10 @@ def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
     return out
 
 
-@contextmanager
-def _no_gc_pauses() -> Iterator[None]:
-    """Building 10^5 rows of small lists sets off the cyclic collector over every object alive (all
-    the kernels: most of the time at 100k rows); these lists form no cycle, so it waits until the
-    text is built."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str] | None = None,
            width: int | None = None, colour: bool = False, details: bool = False,
            per_launch: bool = False) -> str:
-    with _no_gc_pauses():
+    with kernels.no_gc_pauses():
         return _render(items, headline, labels, width, colour, details, per_launch)
 
 

@@ -94,13 +94,8 @@ def drain(items: Iterable[Assessment], sinks: Sequence[Sink]) -> int:
     return count
 
 
-def to_json(items: Sequence[Assessment], context: Mapping[str, Any]) -> str:
-    buf = io.StringIO()
-    drain(items, [JsonSink(buf, context)])
-    return buf.getvalue()
-
-
-def to_csv(items: Sequence[Assessment]) -> str:
-    buf = io.StringIO()
-    drain(items, [CsvSink(buf)])
-    return buf.getvalue()
+def to_json_and_csv(items: Sequence[Assessment], context: Mapping[str, Any]) -> tuple[str, str]:
+    """kernels.json and kernels.csv as text, each kernel object built once for both."""
+    j, c = io.StringIO(), io.StringIO()
+    drain(items, [JsonSink(j, context), CsvSink(c)])
+    return j.getvalue(), c.getvalue()
