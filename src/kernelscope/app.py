@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import shlex
 import shutil
@@ -31,6 +30,7 @@ from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
 from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
+from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
     from .capture.preflight import Finding
@@ -64,7 +64,7 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: dict[Path, Bu
         "ceilings_file": ceilings.origin,
         "hw_override": r.hw,
         "achievable_file": None if r.achievable is None else str(r.achievable),
-        "bundles": {str(d): json.loads(m.to_json()) for d, m in manifests.items()},
+        "bundles": {str(d): plain(m) for d, m in manifests.items()},
     }
 
 
@@ -423,8 +423,6 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
     h = req.harness
     if h.op == "callable" and not req.kernel:
         raise PlanError("op callable needs --kernel (the name or regex:PART of the kernel it launches)")
-    if h.warmup < 0 or h.iters < 1:
-        raise PlanError("--warmup must be >= 0 and --iters >= 1")
     target = (sys.executable, "-m", "kernelscope.capture.harness", *harness_argv(h))
     plan = replace(req.capture.plan, kernels=(req.kernel or KERNELS[h.op],), launch_skip=h.warmup, launch_count=1,
                    target=target)

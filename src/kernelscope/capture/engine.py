@@ -82,7 +82,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
         if isinstance(transport, LocalProcess) and plan.target and (
                 not causes & {"filter-matched-nothing", "skipped-by-launch-skip"}
                 or ("filter-matched-nothing" in causes and plan.launch_skip > 0)):
-            _, listing = transport.run(listing_argv(plan, ctx.ncu.path), timeout)
+            _, listing = transport.run(listing_argv(plan, ctx.ncu.path), timeout, env)  # as the program ran
             listed = [d for d in diagnose(listing, plan.target, kernel_filter=unit.kernel_filter,
                                           launch_skip=plan.launch_skip)
                       if d.cause in ("filter-matched-nothing", "skipped-by-launch-skip")]

@@ -5,14 +5,13 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from ..errors import KernelscopeError
+from ..files import parse_packaged_yaml
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
-    doc: dict[str, list[dict[str, Any]]] = yaml.safe_load(resources.files(__package__).joinpath("kernel_sets.yaml")
-                                                          .read_text())
+    doc: dict[str, list[dict[str, Any]]] = parse_packaged_yaml(
+        resources.files(__package__).joinpath("kernel_sets.yaml").read_text())
     return doc
 
 

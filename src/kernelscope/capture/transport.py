@@ -89,6 +89,7 @@ class LocalProcess:
     """ncu launches the program here and profiles it; the capture ends when ncu exits."""
 
     kind: Transport = "local"
+    _gpu: GpuFacts | None = None
 
     def report_path(self, local: Path) -> str:
         return str(local)
@@ -103,7 +104,7 @@ class LocalProcess:
         with log_path.open("wb") as log:
             proc = self._spawn(argv, env, log)
             try:
-                done = self._wait(proc, local, t0 + timeout, progress)
+                done = self._wait(proc, local, t0 + timeout)
             finally:
                 _stop(proc)
         output = log_path.read_text(errors="replace")
@@ -112,16 +113,16 @@ class LocalProcess:
             output += f"\n(kernelscope: no complete report within {timeout:.0f} s)"
         return Outcome(proc.returncode, output, complete_report(local), time.monotonic() - t0)
 
-    def _wait(self, proc: subprocess.Popen[bytes], local: Path, deadline: float, progress: Progress) -> bool:
+    def _wait(self, proc: subprocess.Popen[bytes], local: Path, deadline: float) -> bool:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 return True
             time.sleep(0.2)
         return False
 
-    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+    def run(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, str]:
         try:
-            res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout)
+            res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return 127, str(exc)
         return res.returncode, res.stdout
@@ -130,9 +131,12 @@ class LocalProcess:
         pass
 
     def gpu_facts(self) -> GpuFacts:
-        _, query = self.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], 30)
-        _, banner = self.run(["nvidia-smi"], 30)
-        return parse_gpu_facts(query, banner)
+        """Read once: the engine asks after each failed unit and again for the manifest."""
+        if self._gpu is None:
+            _, query = self.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], 30)
+            _, banner = self.run(["nvidia-smi"], 30)
+            self._gpu = parse_gpu_facts(query, banner)
+        return self._gpu
 
 
 class AttachSession(LocalProcess):
@@ -163,7 +167,7 @@ class AttachSession(LocalProcess):
                                  f"{self.host}:{self.port})", False, 0.0)
         return super().capture(argv, remote, local, env, timeout, progress)
 
-    def _wait(self, proc: subprocess.Popen[bytes], local: Path, deadline: float, progress: Progress) -> bool:
+    def _wait(self, proc: subprocess.Popen[bytes], local: Path, deadline: float) -> bool:
         """The session stays connected after --launch-count (ncu 2025.3.1): done when the report is
         whole and has stopped growing (ncu appends each profiled launch as it goes)."""
         last, stable_since = -1, 0.0

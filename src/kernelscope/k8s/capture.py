@@ -108,14 +108,11 @@ def _body(ins: Inspection, body: str | None) -> str:
     return json.dumps({"prompt": "Hello, my name is", "max_tokens": 32, **({"model": model} if model else {})})
 
 
-def plan_for(ins: Inspection, req: K8sCaptureRequest) -> tuple[CapturePlan, str]:
+def plan_for(ins: Inspection, req: K8sCaptureRequest, serving: list[str]) -> tuple[CapturePlan, str]:
     policy = POLICIES["single-replica" if ins.replicas <= 1 else "multi-replica"]
     plan = validate(req.plan, policy)
-    if not plan.kernels:
-        raise PlanError("no --kernel or --kernel-set: an unscoped capture of a live deployment is refused")
     if ins.strategy == "wrap":
-        plan = replace(plan, target=tuple(ins.serving_command(list(req.entrypoint) if req.entrypoint else None)),
-                       target_processes="all")
+        plan = replace(plan, target=tuple(serving), target_processes="all")
         if ins.tensor_parallel > 1:
             plan = replace(plan, filter_mode="per-gpu").with_notes(
                 f"{ins.tensor_parallel} GPU worker processes: --filter-mode per-gpu, so the launch window applies "
@@ -132,7 +129,9 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
     ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap)
     if ins.blocked():
         raise PlanError("refusing to capture: " + "; ".join(f.message for f in ins.blocked()))
-    plan, policy = plan_for(ins, req)
+    serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
+        else []
+    plan, policy = plan_for(ins, req, serving)
     capture_id = uuid.uuid4().hex[:8]
     release = req.release or f"ks-{ins.deployment[:38].rstrip('-.')}-{capture_id}"
     opts = sister.SisterOptions(release=release, capture_id=capture_id, tools_image=req.tools_image,
@@ -141,8 +140,6 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
     warmup = Warmup(req.warmup_requests, req.warmup_port or ins.server_port, req.warmup_path,
                     _body(ins, req.warmup_body)) \
         if req.warmup_requests else None
-    serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
-        else []
     transport = PodTransport(kube, ins, opts, serving, warmup, say)
     ncu = opts.ncu if ins.strategy != "direct" else (req.ncu_in_image or "ncu")
     kctx = KubeContext(namespace=req.namespace, deployment=ins.deployment, replicas=ins.replicas,

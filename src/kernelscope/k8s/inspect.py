@@ -30,7 +30,6 @@ class Inspection:
     namespace: str
     deployment: str
     replicas: int
-    generation: int | None
     template: dict[str, Any]  # the production pod template, as the API returned it
     container: str
     image: str
@@ -152,7 +151,7 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
     selector = ",".join(f"{k}={v}" for k, v in dep["spec"]["selector"].get("matchLabels", {}).items())
     pods = kube.get_json("pods", "-l", selector).get("items", []) if selector else []
     pod = next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
-    ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)), dep["metadata"].get("generation"),
+    ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)),
                      template, cont["name"], cont.get("image", ""), command, args,
                      (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name"),
                      parallel_processes([*command, *args]), _server_port(cont, [*command, *args]), gpu_request(cont))
