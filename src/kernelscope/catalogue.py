@@ -155,7 +155,9 @@ STALLS = {r: _c(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio",
 
 COUNTERS: tuple[Counter, ...] = tuple(_TABLE)
 WANTED: frozenset[str] = frozenset(c.name for c in COUNTERS)
-"""Every numeric counter the analysis reads; readers keep only these."""
+"""Every counter the analysis reads; readers keep only these."""
+NUMERIC: frozenset[str] = WANTED - {DEVICE_NAME}
+"""WANTED but the device name, which is text and read on its own."""
 
 
 def group(name: Group) -> tuple[str, ...]:

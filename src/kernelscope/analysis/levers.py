@@ -12,12 +12,8 @@ from dataclasses import dataclass
 from ..model import Lever, ProvenanceKind
 from .rules import (
     AT_ROOF_PCT,
-    DIVERGENCE_PCT,
     DOMINANT_STALL_PCT,
     EMPTY_KERNEL_NS,
-    OCCUPANCY_LOW_PCT,
-    SIMT_EFFICIENCY_PCT,
-    TAIL_IDLE_PCT,
     Facts,
 )
 
@@ -105,10 +101,6 @@ def _no_tensor_work(f: Facts) -> bool:
     return not (f.rec.dominant_precision or "").startswith("tensor_")
 
 
-def _diverged(f: Facts) -> bool:
-    return f.ge(f.rec.branch_divergence_pct, DIVERGENCE_PCT) or f.lt(f.rec.simt_efficiency_pct, SIMT_EFFICIENCY_PCT)
-
-
 def _wgmma_action(f: Facts) -> str:
     if f.attention_like:
         return ("switch to a wgmma attention kernel: FlashAttention-3 or cuDNN SDPA "
@@ -193,7 +185,7 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
               _algorithm_action, _headroom_expected, _headroom,
               f"the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning), then {ROOFLINE}", 2, 1),
-    LeverRule("fix-divergence", "source", _diverged,
+    LeverRule("fix-divergence", "source", lambda f: f.diverged,
               lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
               lambda f: f"SIMT efficiency {f.rec.simt_efficiency_pct:.0f} %: the busy pipe spends {100 - (f.rec.simt_efficiency_pct or 0):.0f} % of its lanes masked off; up to {100 / (f.rec.simt_efficiency_pct or 100):.1f}x if the branches were uniform",
               lambda f: 100 / (f.rec.simt_efficiency_pct or 100), f"simt_efficiency_pct near 100 and the pipe % per FLOP falls: {ROOFLINE}", 3, 2),
@@ -225,16 +217,16 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: "keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more independent work a thread",
               _headroom_expected, _headroom, f"warp_stalls.long_scoreboard drops: {STALLS}", 2, 2),
     LeverRule("raise-occupancy-registers", "compiler",
-              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and (f.rec.occupancy_limiter or "").startswith("registers") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and f.registers_limit_occupancy,
               lambda f: "cap registers to fit another block: __launch_bounds__(threads, minBlocks) or -maxrregcount",
               lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises if no spills appear: more warps to hide latency",
               _none, "theoretical_occupancy_pct rises and no local-memory traffic appears: kernelscope capture --set roofline", 2, 1),
     LeverRule("raise-occupancy-smem", "source",
-              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and "shared_mem" in (f.rec.occupancy_limiter or "") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and f.smem_limits_occupancy,
               lambda f: "use less shared memory a block (fewer pipeline stages, smaller tiles) so more blocks fit",
               lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises with the blocks that fit",
               _none, "launch__occupancy_limit_shared_mem rises: kernelscope capture --set roofline", 1, 2),
-    LeverRule("fix-tail", "source", lambda f: f.ge(f.tail_idle_pct, TAIL_IDLE_PCT) and f.ge(f.rec.waves_per_sm, 1.0),
+    LeverRule("fix-tail", "source", lambda f: f.tail_effect,
               lambda f: "size tiles or the grid so the number of waves is whole (or use a persistent / stream-K schedule)",
               lambda f: f"{f.tail_idle_pct:.0f} % of the block slots idle in the last wave: up to {100 / (100 - (f.tail_idle_pct or 0)):.2f}x",
               lambda f: 100 / (100 - (f.tail_idle_pct or 0)), f"waves_per_sm close to a whole number and duration_ns falls: {ROOFLINE}", 1, 2),

@@ -101,6 +101,26 @@ class Facts:
     def designed_stall(self) -> bool:
         return self.prov.warp_specialised and self.top_stall in DESIGNED_STALLS
 
+    # conditions that both a limiter story here and a lever (levers.py) stand on
+    @property
+    def registers_limit_occupancy(self) -> bool:
+        return (self.rec.occupancy_limiter or "").startswith("registers") and \
+            self.le(self.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT)
+
+    @property
+    def smem_limits_occupancy(self) -> bool:
+        return "shared_mem" in (self.rec.occupancy_limiter or "") and \
+            self.le(self.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT)
+
+    @property
+    def tail_effect(self) -> bool:
+        return self.ge(self.tail_idle_pct, TAIL_IDLE_PCT) and self.ge(self.rec.waves_per_sm, 1.0)
+
+    @property
+    def diverged(self) -> bool:
+        return self.ge(self.rec.branch_divergence_pct, DIVERGENCE_PCT) or \
+            self.lt(self.rec.simt_efficiency_pct, SIMT_EFFICIENCY_PCT)
+
 
 @dataclass(frozen=True)
 class LimiterRule:
@@ -122,19 +142,19 @@ def _stall(f: Facts) -> str:
 
 LIMITERS: tuple[LimiterRule, ...] = (
     LimiterRule("occupancy-registers",
-                lambda f: (f.rec.occupancy_limiter or "").startswith("registers") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+                lambda f: f.registers_limit_occupancy,
                 lambda f: f"occupancy limited by registers ({f.rec.registers_per_thread:.0f}/thread): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),
     LimiterRule("occupancy-shared-mem",
-                lambda f: "shared_mem" in (f.rec.occupancy_limiter or "") and f.le(f.rec.theoretical_occupancy_pct, OCCUPANCY_LOW_PCT),
+                lambda f: f.smem_limits_occupancy,
                 lambda f: f"occupancy limited by shared memory ({(f.rec.shared_mem_per_block_bytes or 0) / 1024:.1f} KiB/block as ncu reports it, driver's 1 KiB included): theoretical {_pct(f.rec.theoretical_occupancy_pct)}"),
     LimiterRule("sub-wave-grid",
                 lambda f: f.lt(f.rec.waves_per_sm, 1.0) and f.ge(f.tail_idle_pct, TAIL_IDLE_PCT),
                 lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.1f} % of one wave: {f.tail_idle_pct:.0f} % of the block slots idle the whole kernel"),
     LimiterRule("tail-effect",
-                lambda f: f.ge(f.tail_idle_pct, TAIL_IDLE_PCT) and f.ge(f.rec.waves_per_sm, 1.0),
+                lambda f: f.tail_effect,
                 lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, {f.tail_idle_pct:.0f} % of SM slots idle in the last wave"),
     LimiterRule("divergence",
-                lambda f: f.ge(f.rec.branch_divergence_pct, DIVERGENCE_PCT) or f.lt(f.rec.simt_efficiency_pct, SIMT_EFFICIENCY_PCT),
+                lambda f: f.diverged,
                 lambda f: f"branch divergence: {_pct(f.rec.branch_divergence_pct)} of branch targets not warp-uniform, SIMT efficiency {_pct(f.rec.simt_efficiency_pct)}"),
     LimiterRule("dominant-stall", lambda f: f.top_stall is not None, _stall),
 )

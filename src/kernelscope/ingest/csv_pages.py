@@ -150,7 +150,7 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
         _, units = next(rows)
     except StopIteration:
         raise InputError(source, "raw CSV has a header but no units row") from None
-    at = [i for i, h in enumerate(header) if h in C.WANTED and h != C.DEVICE_NAME]  # the device: text, read below
+    at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
     factors = [unit_factor(units[i] if i < len(units) else "") for i in at]
     pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple

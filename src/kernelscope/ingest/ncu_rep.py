@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, WANTED
+from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
 from ..model import RawKernel, RuleResult
 from .units import measured, unit_factor
@@ -23,14 +23,14 @@ def _ncu_report() -> Any:
     return ncu_report
 
 
-NUMERIC_WANTED = tuple(sorted(WANTED - {DEVICE_NAME}))  # the device name is text, read on its own
+NUMERIC_WANTED = tuple(sorted(NUMERIC))
 
 
-def _dims(action: Any, names: tuple[str, ...]) -> str | None:
-    metrics = [action.metric_by_name(n) for n in names]
-    if any(m is None for m in metrics):
+def _dims(metrics: dict[str, float], names: tuple[str, ...]) -> str | None:
+    """'(x, y, z)' from the launch's counters, already read with the rest (catalogue.WANTED)."""
+    if any(n not in metrics for n in names):
         return None
-    return "(" + ", ".join(str(int(m.value())) for m in metrics) + ")"
+    return "(" + ", ".join(str(int(metrics[n])) for n in names) + ")"
 
 
 def _kind(value: Any) -> str:
@@ -99,15 +99,16 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
         for a in range(rng.num_actions()):
             action = rng.action_by_idx(a)
             device_metric = action.metric_by_name(DEVICE_NAME)
+            metrics = reader.read(action)
             yield RawKernel(
                 source=shown,
                 launch_id=launch_id,
                 name=action.name(function),
                 name_full=action.name(demangled),
                 device=None if device_metric is None else str(device_metric.value()),
-                grid=_dims(action, GRID_DIMS),
-                block=_dims(action, BLOCK_DIMS),
-                metrics=reader.read(action),
+                grid=_dims(metrics, GRID_DIMS),
+                block=_dims(metrics, BLOCK_DIMS),
+                metrics=metrics,
                 rules=rules(action),
             )
             launch_id += 1
