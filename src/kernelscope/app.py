@@ -175,7 +175,7 @@ def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
 def figure_title(an: Analysis, model: str = "unknown") -> str:
     """What a figure is of, from its context: device, model and metric set."""
     devices = ", ".join(sorted({a.record.device for a in an.items if a.record.device})) or "device unknown"
-    sets = sorted({"+".join([m.metric_set, *m.addons]) for m in an.manifests.values()})
+    sets = sorted({m.metric_sets for m in an.manifests.values()})
     if len(an.manifests) < len(an.request.inputs):  # a bare report records no metric set
         sets.append("not recorded")
     return f"{devices} · model {model} · set {', '.join(sets)}"

@@ -106,11 +106,17 @@ def regular_file(path: Path, what: str = "file") -> os.stat_result:
     return st
 
 
-def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> bytes:
-    """The whole file, if it is a regular file no larger than `limit` bytes."""
+def bounded_file(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> os.stat_result:
+    """The stat of `path`, which must be a regular file no larger than `limit` bytes."""
     st = regular_file(path, what)
     if st.st_size > limit:
         raise InputError(path, f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
+    return st
+
+
+def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> bytes:
+    """The whole file, if it is a regular file no larger than `limit` bytes."""
+    bounded_file(path, limit, what)
     try:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)

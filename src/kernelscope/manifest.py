@@ -140,6 +140,16 @@ class BundleManifest:
     def failed(self) -> tuple[CaptureRecord, ...]:
         return tuple(c for c in self.captures if c.error is not None)
 
+    @property
+    def metric_sets(self) -> str:
+        """The set and its add-ons as one name: `roofline+stalls`."""
+        return "+".join([self.metric_set, *self.addons])
+
+    @property
+    def shapes(self) -> str | None:
+        """What the capture ran: the harness's analytic description, else the program's command."""
+        return (self.analytic.describe if self.analytic else None) or " ".join(self.target) or None
+
     def to_json(self) -> str:
         return json.dumps(typed.plain(self), indent=1, allow_nan=False) + "\n"
 

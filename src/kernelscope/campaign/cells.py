@@ -83,8 +83,9 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(code, os.strerror(code), str(b))
 
 
-def _swap_in(stage: Path, target: Path) -> Path:
-    """Put the staged cell at `target`; returns the hidden folder now holding the old cell (if any)."""
+def swap_in(stage: Path, target: Path) -> Path:
+    """Put the staged directory (a cell, an export partition) at `target`, atomically where the
+    kernel can exchange two paths; returns the hidden folder now holding the old one (if any)."""
     if not target.exists():
         os.replace(stage, target)
         return stage
@@ -201,7 +202,7 @@ def import_ncu(root: Path, slug: str, cell_id: str, inputs: list[str], hw: str |
             try:
                 copies = _copy_sources(inputs, stage / SOURCES)
                 write_file(_cell_document(slug, cell_id, copies, stage, hw), stage / CELL_FILE)
-                old = _swap_in(stage, target)
+                old = swap_in(stage, target)
             finally:
                 shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old cell
     except OSError as exc:

@@ -40,19 +40,21 @@ def cell_manifests(cell: Mapping[str, Any], cell_id: str) -> list[BundleManifest
             if isinstance(s, Mapping) and s.get("manifest")]
 
 
-def cell_context(cell: Mapping[str, Any], config: Mapping[str, Any], cell_id: str = "?") -> dict[str, Any]:
+def has_roofline(cell: Mapping[str, Any]) -> bool:
+    """Some kernel of the cell has a roofline verdict (FLOP and byte counters were collected)."""
+    return any(k.get("bound") not in (None, "unmeasured") for k in cell.get("kernels", []))
+
+
+def cell_context(cell: Mapping[str, Any], config: Mapping[str, Any], cell_id: str) -> dict[str, Any]:
     """What a comparison's arms must share, read from the cell's sources and the campaign config."""
     manifests = cell_manifests(cell, cell_id)
     first = manifests[0] if manifests else None
     kernels = cell.get("kernels", [])
     if first is not None:
-        metric_set = "+".join([first.metric_set, *first.addons])
+        metric_set, shapes = first.metric_sets, first.shapes
     else:  # a bare report: what its counters cover is what matters for a comparison
-        covered = any(k.get("bound") not in (None, "unmeasured") for k in kernels)
-        metric_set = "report with FLOP/byte counters" if covered else "report without FLOP/byte counters"
-    shapes = None
-    if first is not None:
-        shapes = (first.analytic.describe if first.analytic else None) or " ".join(first.target) or None
+        metric_set = f"report {'with' if has_roofline(cell) else 'without'} FLOP/byte counters"
+        shapes = None
     return {
         "hw_key": cell.get("hw_key"),
         "gpu_name": (first.gpu.name if first else None) or next((k.get("device") for k in kernels if k.get("device")),
@@ -76,8 +78,7 @@ def h_suggestions(cells: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def check(config: Mapping[str, Any], cells: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """(failures, notes). Failures are the reasons --strict exits 1."""
     failures: list[str] = []
-    measured = {cid for cid, c in cells.items() if any(k.get("bound") not in (None, "unmeasured")
-                                                         for k in c.get("kernels", []))}
+    measured = {cid for cid, c in cells.items() if has_roofline(c)}
     for cid, cell in cells.items():
         for k in cell.get("kernels", []):
             if k.get("bound") == "unmeasured" and k.get("pct_sol") is not None:

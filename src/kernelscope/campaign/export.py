@@ -23,6 +23,7 @@ from ..columns import BY_NAME, flatten
 from ..errors import KernelscopeError
 from ..files import write_file
 from ..model import Limiter, Provenance
+from .cells import swap_in
 from .check import cell_context
 from .store import cells, check_name, load_config
 
@@ -34,7 +35,7 @@ PARTITION_FILE = "kernels.parquet"
 MAP_FIELDS: dict[str, type] = {"limiter": Limiter, "runner_up": Limiter, "provenance": Provenance}
 
 
-def cell_rows(slug: str, cell_id: str, cell: Mapping[str, Any], config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def cell_rows(cell_id: str, cell: Mapping[str, Any], config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """A cell's kernels as flat rows with the campaign's and the cell's context (the partition
     columns, campaign and cell_id, are the file's path)."""
     context = config.get("context") or {}
@@ -85,15 +86,13 @@ def export_parquet(root: Path, slug: str, out_dir: Path) -> Path:
         raise KernelscopeError(f"campaign {slug!r} has no cells to export")
     target = out_dir / f"campaign={check_name('campaign', slug)}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
+    stage = old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
     try:
         for cell_id, cell in found.items():
             buf = io.BytesIO()
-            pq.write_table(table(list(cell_rows(slug, cell_id, cell, config))), buf)
+            pq.write_table(table(list(cell_rows(cell_id, cell, config))), buf)
             write_file(buf.getvalue(), stage / f"cell_id={cell_id}" / PARTITION_FILE)
-        if target.exists():
-            shutil.rmtree(target)
-        stage.rename(target)
+        old = swap_in(stage, target)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old partition
     return target

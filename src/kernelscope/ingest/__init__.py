@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import manifest as bundle_manifest_file
 from ..errors import InputError, KernelscopeError
-from ..files import MAX_INPUT_BYTES, regular_file
+from ..files import MAX_INPUT_BYTES, bounded_file
 from ..manifest import BundleManifest
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
@@ -82,9 +82,7 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
 def iter_file(path: Path) -> Iterator[RawKernel]:
     """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error."""
     shown = str(path)
-    st = regular_file(path, "report")
-    if st.st_size > MAX_INPUT_BYTES:
-        raise InputError(shown, f"report is {st.st_size:,} bytes, over the {MAX_INPUT_BYTES:,}-byte limit")
+    bounded_file(path, what="report")
     try:
         head = _head(path)
         if not head:

@@ -25,7 +25,7 @@ def shown_command(argv: Sequence[str]) -> str:
 
 def capture_line(m: BundleManifest) -> str:
     s = m.scoping
-    sets = "+".join([m.metric_set, *m.addons])
+    sets = m.metric_sets
     ncu = m.ncu.version if m.ncu else UNKNOWN
     where = f" in pod {m.kubernetes.namespace}/{m.kubernetes.deployment} ({m.kubernetes.strategy})" \
         if m.kubernetes else ""

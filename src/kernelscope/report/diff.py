@@ -48,8 +48,7 @@ def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dic
         "shapes": "unknown", "model": "unknown",
     }
     if m is not None:
-        ctx.update(metric_set="+".join([m.metric_set, *m.addons]),
-                   shapes=(m.analytic.describe if m.analytic else None) or " ".join(m.target) or "unknown",
+        ctx.update(metric_set=m.metric_sets, shapes=m.shapes or "unknown",
                    model=m.context.get("model") or "unknown")
     return ctx
 
