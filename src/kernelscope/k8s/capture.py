@@ -199,7 +199,7 @@ def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, 
         targets = ours
     removed = []
     for r in targets:
-        kube.h("uninstall", r, "--ignore-not-found", "--wait", "--timeout", f"{int(timeout)}s", timeout=timeout + 30)
+        kube.uninstall(r, timeout)
         removed.append(r)
     orphans = [n for n, t in expiry.items() if n not in ours and (release is None or n == release)
                and (not expired or (t and t <= now))]

@@ -88,6 +88,11 @@ class Kube:
     def h(self, *args: str, mutates: bool = True, timeout: float | None = None, check: bool = True) -> str | None:
         return self._run([self.helm, "-n", self.namespace, *args], mutates, timeout, check)
 
+    def uninstall(self, release: str, timeout: float) -> None:
+        """Remove a helm release of ours and wait for it to be gone (absent already: nothing to do)."""
+        self.h("uninstall", release, "--ignore-not-found", "--wait", "--timeout", f"{int(timeout)}s",
+               timeout=timeout + 30)
+
     def get_json(self, *args: str, check: bool = True) -> Any:
         out = self.k("get", *args, "-o", "json", check=check)
         try:

@@ -291,8 +291,7 @@ class PodTransport:
             release = self.installed[0]
             self.say(f"cleaning up: uninstalling {release}")
             try:
-                self.kube.h("uninstall", release, "--ignore-not-found", "--wait", "--timeout",
-                            f"{int(self.kube.timeout)}s", timeout=self.kube.timeout + 30)
+                self.kube.uninstall(release, self.kube.timeout)
                 self.kube.k("wait", "--for=delete", f"pod/{release}", f"--timeout={int(self.kube.timeout)}s",
                             mutates=True, check=False, timeout=self.kube.timeout + 30)
             except KubeError as exc:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -201,20 +201,17 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
 
 
 def table(joined: Joined, title: str = "") -> Table:
-    def f(spec: str) -> Callable[[Any], str]:
-        return lambda v: format(v, spec)
-
     rows = joined.rows
     cols = [Col("rank", "#", right=True), Col("kernel", "kernel", elide=NAME, code=True)]
     several = len({r.source for r in rows}) > 1
     if several:
         cols.append(Col("source", "source", elide=ORIGIN))
-    cols += [Col("ncu_time_us", "ncu µs", f(".1f"), right=True, drop=4),
-             Col("samples_pct", "samples %", f(".1f"), right=True),
-             Col("nsys_total_ms", "nsys total ms", f(".3f"), right=True),
-             Col("dram_pct", "DRAM %", f(".0f"), right=True, drop=3),
-             Col("sm_pct", "SM %", f(".0f"), right=True, drop=2),
-             Col("roof", "roof", drop=5), Col("roof_pct", "roof %", f(".0f"), right=True),
+    cols += [Col("ncu_time_us", "ncu µs", kernels.number(".1f"), right=True, drop=4),
+             Col("samples_pct", "samples %", kernels.number(".1f"), right=True),
+             Col("nsys_total_ms", "nsys total ms", kernels.number(".3f"), right=True),
+             Col("dram_pct", "DRAM %", kernels.number(".0f"), right=True, drop=3),
+             Col("sm_pct", "SM %", kernels.number(".0f"), right=True, drop=2),
+             Col("roof", "roof", drop=5), Col("roof_pct", "roof %", kernels.number(".0f"), right=True),
              Col("verdict", "verdict", drop=1)]
     keys = [c.key for c in cols]
     return Table(tuple(cols), [[getattr(r, k) for k in keys] for r in rows], title, joined.notes)

@@ -114,7 +114,8 @@ def origin_labels(inputs: Sequence[PurePath], sources: Sequence[str]) -> dict[st
     return out
 
 
-def _f(spec: str, scale: float = 1.0) -> Any:
+def number(spec: str, scale: float = 1.0) -> Any:
+    """A cell format: the value times `scale`, in `spec`."""
     return lambda v: format(v * scale, spec)
 
 
@@ -175,11 +176,11 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         cols.append(Col("launches", "launches", right=True, drop=1))
     if per_launch:
         cols.append(Col("launch_id", "launch", right=True, drop=1))
-    cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), _f(".1f", 1e-3), right=True),
-             Col("time_share_pct", "time %", _f(".1f"), right=True, drop=2),
+    cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), number(".1f", 1e-3), right=True),
+             Col("time_share_pct", "time %", number(".1f"), right=True, drop=2),
              Col("bound", "bound", colour=BOUND_ANSI.get),
-             Col("roof", "roof", drop=3), Col("roof_pct", "roof %", _f(".0f"), right=True),
-             *[Col(name, heading(label, name, scale), _f(spec, scale), right=True, drop=drop)
+             Col("roof", "roof", drop=3), Col("roof_pct", "roof %", number(".0f"), right=True),
+             *[Col(name, heading(label, name, scale), number(spec, scale), right=True, drop=drop)
                for name, label, scale, spec, drop in FIGURES],
              Col("next_lever", "next lever", drop=6)]
     out = []
