@@ -57,6 +57,14 @@ def deployment() -> dict[str, Any]:
                                            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}}}}
 
 
+def production_state(pod: dict[str, Any]) -> dict[str, Any]:
+    """What must not change: the same pod, no restart, the Deployment's generation."""
+    return {"pod": pod["metadata"]["name"], "uid": pod["metadata"]["uid"],
+            "restarts": [c.get("restartCount", 0) for c in pod["status"].get("containerStatuses", [])],
+            "generation": json.loads(kubectl("-n", NS, "get", "deploy", "tpserve", "-o", "json"))["metadata"]
+            ["generation"]}
+
+
 def prod_pod() -> dict[str, Any]:
     pods = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=tpserve", "-o", "json"))["items"]
     return pods[0]
@@ -98,10 +106,7 @@ def main() -> None:
     pod = prod_pod()
     name = pod["metadata"]["name"]
     result["production_ready_s"] = round(ready(name), 1)
-    before = {"pod": name, "uid": pod["metadata"]["uid"],
-              "restarts": [c.get("restartCount", 0) for c in pod["status"].get("containerStatuses", [])],
-              "generation": json.loads(kubectl("-n", NS, "get", "deploy", "tpserve", "-o", "json"))["metadata"]
-              ["generation"]}
+    before = production_state(pod)
     result["production_alone_us_per_step"] = per_step(requests(port(name), 20)[5:])
     ins = subprocess.run([*KS, "k8s", "inspect", "-n", NS, "deploy/tpserve", "--tools-image", "host"],
                          capture_output=True, text=True)
@@ -142,11 +147,7 @@ def main() -> None:
     left = kubectl("-n", NS, "get", "pods", "-l", "kernelscope.dev/owner=kernelscope", "-o", "name")
     releases = subprocess.run(["helm", "-n", NS, "list", "-q", "--deployed", "--failed", "--pending", "--uninstalling"],
                               capture_output=True, text=True).stdout
-    pod = prod_pod()
-    after = {"pod": pod["metadata"]["name"], "uid": pod["metadata"]["uid"],
-             "restarts": [c.get("restartCount", 0) for c in pod["status"].get("containerStatuses", [])],
-             "generation": json.loads(kubectl("-n", NS, "get", "deploy", "tpserve", "-o", "json"))["metadata"]
-             ["generation"]}
+    after = production_state(prod_pod())
     result["left_behind"] = {"pods": left.split(), "releases": releases.split()}
     result["production_untouched"] = before == after
     result["production"] = {"before": before, "after": after}
