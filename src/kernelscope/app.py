@@ -8,7 +8,6 @@ what comes back; nothing below this module knows the CLI exists.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shlex
 import shutil
@@ -23,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
 from .analysis.pipeline import analyze as analyze_inputs
-from .analysis.pipeline import bundles, judged
+from .analysis.pipeline import bundles, judge_for
 from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
@@ -113,31 +112,31 @@ def _no_match(req: AnalyzeRequest) -> NoReturn:
 RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
 
 
-def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None,
-                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[str] | None]:
+def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, jobs: int = 1,
+                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[bytes] | None]:
     """Judge and write as the launches stream past, keeping none of them: kernels.json and
     kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
-    stdout, returned at its start. Each output appears whole or not at all: on an error nothing is
-    left in `out_dir` and the spool is dropped unread."""
+    stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts. Each
+    output appears whole or not at all: on an error nothing is left in `out_dir` and the spool is
+    dropped unread."""
+    from .report.stream import chunks
     from .report.writers import CsvSink, JsonSink, Sink, drain
 
     progress(f"reading and judging {len(req.inputs)} input(s)")
-    items, table = judged(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
-                          achievable=req.achievable)
-    context = _context(req, table, bundles(list(req.inputs)))
+    judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
+                                 achievable=req.achievable)
+    context = _context(req, judge.table, manifests)
     names = list(RESULT_FILES.values()) if out_dir is not None else []
     with ExitStack() as stack:
         files = stack.enter_context(staged(names, out_dir)) if out_dir is not None else {}
-        spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="") if fmt else None
-        outs: list[tuple[str, IO[str]]] = [(kind, io.TextIOWrapper(files[name], encoding="utf-8", newline=""))
-                                           for kind, name in RESULT_FILES.items() if name in files]
+        spool = tempfile.TemporaryFile() if fmt else None
+        outs: list[tuple[str, IO[bytes]]] = [(kind, files[name]) for kind, name in RESULT_FILES.items()
+                                             if name in files]
         outs += [(fmt, spool)] if fmt and spool is not None else []
         sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
         try:
-            if not drain(items, sinks):
+            if not drain(chunks(list(req.inputs), judge, jobs), sinks):
                 _no_match(req)
-            for _, out in outs:
-                out.flush()
         except BaseException:
             if spool is not None:
                 spool.close()

@@ -14,11 +14,12 @@ a capture that kept only some kernels); 2 an error (bad input or options: one li
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
 from . import argtypes as T
@@ -63,19 +64,36 @@ def say(line: str) -> None:
     print(f"kernelscope: {line}", file=sys.stderr, flush=True)
 
 
-def emit(text: str) -> None:
-    """Print to stdout. A reader that stopped reading (`| head`) ends the output quietly; a closed
-    or full stdout is an error of one line."""
+def emit(text: str | bytes) -> None:
+    """Print to stdout (bytes only where it has a byte buffer: see emit_file). A reader that stopped
+    reading (`| head`) ends the output quietly; a closed or full stdout is an error of one line."""
     out = sys.stdout
     if out is None:
         raise KernelscopeError("stdout is closed; redirect it to a file, or use --out where the verb has it")
     try:
-        out.write(text)
-        out.flush()
+        if isinstance(text, bytes):
+            out.flush()
+            out.buffer.write(text)
+            out.buffer.flush()
+        else:
+            out.write(text)
+            out.flush()
     except BrokenPipeError:
         _silence_stdout()
     except OSError as exc:
         raise KernelscopeError(f"cannot write to stdout ({exc.strerror or exc})") from exc
+
+
+def emit_file(spool: IO[bytes]) -> None:
+    """A spooled UTF-8 document to stdout, a megabyte at a time: as bytes, or as text where stdout
+    is a text stream only (a test's, an embedding host's)."""
+    if getattr(sys.stdout, "buffer", None) is not None:
+        for block in iter(lambda: spool.read(1 << 20), b""):
+            emit(block)
+    else:
+        text = io.TextIOWrapper(spool, encoding="utf-8")
+        for chunk in iter(lambda: text.read(1 << 20), ""):
+            emit(chunk)
 
 
 def _silence_stdout() -> None:
@@ -153,17 +171,17 @@ def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = 
 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
+    from .report.stream import default_jobs
 
     if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
         with _ticker() as tick:
             written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
-                                                a.format, tick.step)
+                                                a.format, a.jobs or default_jobs(), tick.step)
         if written:
             say("wrote " + ", ".join(str(p) for p in written))
         if spool is not None:
             with spool:
-                for chunk in iter(lambda: spool.read(1 << 20), ""):
-                    emit(chunk)
+                emit_file(spool)
         return 0
     with _ticker() as tick:
         an = app.analyze(_analyze_request(a), tick.step)
@@ -491,6 +509,8 @@ def parser() -> argparse.ArgumentParser:
     _format(a, "; json and csv hold every launch with every figure")
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
     a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
+    a.add_argument("--jobs", type=T.positive, help="json, csv and --out-dir: processes that read a large raw CSV "
+                   "export in parts (default: every CPU this process may use; 1 reads it here)")
 
     r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
     _figure_options(r, "the HTML file to write (e.g. report.html)")

@@ -161,6 +161,19 @@ class Tally:
             kind.longest, kind.first, kind.levers = duration or 0.0, self._seen, a.next_levers
         self._seen += 1
 
+    def merge(self, later: Tally) -> None:
+        """Add the tally of the launches that followed these (a worker's part of the file): the
+        result is the tally of all of them added one by one, ties going to the earlier launch."""
+        for key, kinds in later._kinds.items():
+            mine = self._kinds.setdefault(key, {})
+            self._names.setdefault(key, later._names[key])
+            for kind, theirs in kinds.items():
+                have = mine.setdefault(kind, _Kind())
+                have.durations += theirs.durations
+                if have.longest is None or (theirs.longest or 0.0) > have.longest:
+                    have.longest, have.first, have.levers = theirs.longest, self._seen + theirs.first, theirs.levers
+        self._seen += later._seen
+
     def summaries(self) -> list[KernelSummary]:
         return [self._summary(source, self._names[(source, full)], full, kinds)
                 for (source, full), kinds in self._kinds.items()]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..ceilings import CeilingsFile
@@ -14,7 +14,7 @@ from ..errors import KernelscopeError
 from ..ingest import Inputs, bundle_manifest, iter_inputs
 from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest
-from ..model import Assessment, KernelRecord
+from ..model import Assessment, KernelRecord, RawKernel
 from .derive import derive
 from .roofline import place
 from .verdict import assess
@@ -78,6 +78,55 @@ def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
     return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
 
 
+@dataclass(frozen=True)
+class Judge:
+    """Everything besides a launch's own counters that decides its Assessment: the ceilings, the
+    measured ceilings, the bundles' analytic work and the --kernel filter. Plain data, so a worker
+    process judges its part of a file exactly as this process would (report/stream.py)."""
+
+    table: CeilingsFile
+    hw: str | None
+    measured: CeilingsFile | None
+    analytic: Mapping[Path, Analytic | None]  # bundle directory -> its harness op's work, if any
+    matcher: re.Pattern[str] | str | None
+
+    def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
+        """The selected launches among `raws`, judged one at a time as they are read."""
+        for rec in map(derive, raws):
+            if selected(rec, self.matcher):
+                yield self.one(rec)
+
+    def one(self, rec: KernelRecord) -> Assessment:
+        a = assess(rec, self.table.pick(rec.device, self.hw))
+        if self.measured is not None:
+            p = place(rec, self.measured.pick(rec.device))
+            a = replace(a, achievable={
+                "ceilings_file": self.measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
+                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
+                "pct_memory": p.pct_sol_memory})
+        if any(self.analytic.values()):
+            home = next((d for d in self.analytic if Path(rec.source).is_relative_to(d)), None)
+            work = None if home is None else self.analytic[home]
+            if work is not None:
+                a = counted_vs_analytic(a, work)
+        return a
+
+
+def judge_for(
+    paths: Inputs,
+    kernel: str | None = None,
+    hw: str | None = None,
+    ceilings: str | os.PathLike[str] | None = None,
+    achievable: str | os.PathLike[str] | None = None,
+) -> tuple[Judge, dict[Path, BundleManifest]]:
+    """The Judge of these inputs, and their bundles' manifests: the ceilings and manifests are read
+    (and refused) here, before the first launch."""
+    table = load_ceilings(ceilings)
+    measured = load_ceilings(achievable) if achievable else None
+    found = bundles(as_paths(paths))
+    return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel)), found
+
+
 def judged(
     paths: Inputs,
     kernel: str | None = None,
@@ -86,31 +135,9 @@ def judged(
     achievable: str | os.PathLike[str] | None = None,
 ) -> tuple[Iterator[Assessment], CeilingsFile]:
     """The ceilings, and the launches judged one at a time as they are read: a writer can drop
-    each Assessment once written, so memory stays flat however many launches the inputs hold.
-    The inputs' ceilings and bundle manifests are read (and refused) before the first launch."""
-    items = as_paths(paths)
-    table = load_ceilings(ceilings)
-    measured = load_ceilings(achievable) if achievable else None
-    found = bundles(items)
-    return _judge(items, kernel, hw, table, measured, found), table
-
-
-def _judge(items: list[Path], kernel: str | None, hw: str | None, table: CeilingsFile,
-           measured: CeilingsFile | None, found: dict[Path, BundleManifest]) -> Iterator[Assessment]:
-    analytic = {d: m.analytic for d, m in found.items() if m.analytic is not None}
-    for rec in load_iter(items, kernel):
-        a = assess(rec, table.pick(rec.device, hw))
-        if measured is not None:
-            p = place(rec, measured.pick(rec.device))
-            a = replace(a, achievable={
-                "ceilings_file": measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
-                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
-                "pct_memory": p.pct_sol_memory})
-        if analytic:
-            home = next((m for d, m in found.items() if Path(rec.source).is_relative_to(d)), None)
-            if home is not None and home.analytic is not None:
-                a = counted_vs_analytic(a, home.analytic)
-        yield a
+    each Assessment once written, so memory stays flat however many launches the inputs hold."""
+    judge, _ = judge_for(paths, kernel, hw, ceilings, achievable)
+    return judge(iter_inputs(as_paths(paths))), judge.table
 
 
 def analyze(

@@ -6,7 +6,6 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +163,7 @@ def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
     """The packaged datasheet ceilings, or a user's file with the same schema."""
     if path is None:
         origin = f"kernelscope/ceilings/{PACKAGED}"
-        doc = parse_packaged_yaml(resources.files(__package__).joinpath(PACKAGED).read_text())
+        doc = parse_packaged_yaml(Path(__file__).with_name(PACKAGED).read_text())  # importlib.resources: +25 ms
     elif not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise KernelscopeError(f"ceilings: expected the path of a YAML file, got {path!r:.80}")
     else:

@@ -20,6 +20,7 @@ from ..manifest import BundleManifest
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
 from .detect import check_ncu_rep_framing, sniff
+from .parts import NO_LAUNCHES
 
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
 CHUNK = 1 << 20
@@ -68,11 +69,8 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
             check_ncu_rep_framing(fh, shown)
         yield from ncu_rep.read(path, shown)
     elif kind == "csv":
-        try:
-            with path.open(encoding="utf-8-sig", newline="") as fh:
-                yield from csv_pages.read(fh, shown)
-        except UnicodeDecodeError as exc:
-            raise InputError(shown, f"CSV is not UTF-8 text ({exc.reason})") from exc
+        with csv_pages.utf8(shown), path.open(encoding="utf-8-sig", newline="") as fh:
+            yield from csv_pages.read(fh, shown)
     elif kind == "gzip":
         raise InputError(shown, "gzip inside gzip")
     else:
@@ -105,7 +103,7 @@ def iter_file(path: Path) -> Iterator[RawKernel]:
     except OSError as exc:
         raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
     if not count:
-        raise InputError(shown, "holds no profiled kernel launches")
+        raise InputError(shown, NO_LAUNCHES)
 
 
 def read_file(path: Path) -> list[RawKernel]:

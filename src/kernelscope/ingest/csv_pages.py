@@ -16,8 +16,9 @@ import csv
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import compress
-from operator import itemgetter, methodcaller, mul
+from operator import itemgetter, mul
 from typing import cast
 
 from .. import catalogue as C
@@ -58,10 +59,25 @@ DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 FIELD_LIMIT = csv.field_size_limit()  # a longer line may hold a longer field: the csv module refuses it
 
 
-def records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of every non-empty CSV record."""
+@contextmanager
+def utf8(source: str) -> Iterator[None]:
+    """Bad UTF-8 met while reading the CSV, as one InputError."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise InputError(source, f"CSV is not UTF-8 text ({exc.reason})") from exc
+
+
+class NotSimple(Exception):
+    """A line the fast split cannot read on its own (a quoted field over lines, an escaped quote, a
+    line past the field limit), met where each line must be one record: a worker's part of a file."""
+
+
+def records(lines: Iterable[str], source: str, first_line: int = 1,
+            strict: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every non-empty CSV record; `strict`: each line alone, or NotSimple."""
     it = iter(lines)
-    number = 0
+    number = first_line - 1
     for line in it:
         number += 1
         body = line.rstrip("\r\n")
@@ -72,6 +88,8 @@ def records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[str]]
             if body.count('"') == 2 * len(fields):  # every quote is a delimiter's: the split is the CSV
                 yield number, fields
                 continue
+        if strict:
+            raise NotSimple(f"{source}: line {number}")
         start = number
         counted = _Counting(itertools.chain([line], it))  # the csv module pulls the lines it needs from `it`
         try:
@@ -108,21 +126,22 @@ def _scaled(text: str, factor: float) -> float | None:
 def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]) -> dict[str, float]:
     """The wanted fields of one raw row in base units: an empty field was not collected, a number
     may carry thousands separators, and a value out of range raw or scaled (corruption) is left out,
-    as parse_number and _scaled leave it. The common row goes through C loops only (map, compress,
-    fsum): ~90 fields a row, the hot loop of a large export."""
+    as parse_number and _scaled leave it. The common row goes through C loops only (join, replace,
+    split, map, fsum): ~90 fields a row, the hot loop of a large export."""
     kept = list(filter(None, texts))
     if len(kept) < len(texts):
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
+    joined = _JOIN.join(kept)  # ncu writes thousands separators: drop them all in one pass
+    parts = (joined.replace(",", "") if "," in joined else joined).split(_JOIN)
     try:
-        values: list[float | None] = list(map(float, kept))
+        values: list[float | None] | None = list(map(float, parts)) if len(parts) == len(kept) else None
     except ValueError:
-        try:
-            values = list(map(float, map(_NO_SEPARATORS, kept)))
-        except ValueError:  # text where a number belongs (n/a, -): one by one
-            values = list(map(parse_number, kept))
-            names = list(compress(names, (v is not None for v in values)))
-            factors = list(compress(factors, (v is not None for v in values)))
-            values = [v for v in values if v is not None]
+        values = None
+    if values is None:  # text where a number belongs (n/a, -), or a field holding _JOIN: one by one
+        values = list(map(parse_number, kept))
+        names = list(compress(names, (v is not None for v in values)))
+        factors = list(compress(factors, (v is not None for v in values)))
+        values = [v for v in values if v is not None]
     raw = cast("list[float]", values)
     scaled = list(map(mul, raw, factors))
     try:
@@ -133,7 +152,7 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
     return {n: v for n, r, v in zip(names, raw, scaled, strict=True) if measured(r) and measured(v)}
 
 
-_NO_SEPARATORS = methodcaller("replace", ",", "")
+_JOIN = "\x1f"  # the ASCII unit separator: a field that holds one is read one by one
 
 
 def _column(header: list[str], name: str) -> int | None:
@@ -144,12 +163,14 @@ def _field(row: list[str], at: int | None) -> str:
     return row[at] if at is not None and at < len(row) else ""
 
 
-def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str) -> Iterator[RawKernel]:
-    """Wide page: header row, units row, then one row a launch."""
-    try:
-        _, units = next(rows)
-    except StopIteration:
-        raise InputError(source, "raw CSV has a header but no units row") from None
+def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str,
+             units: list[str] | None = None) -> Iterator[RawKernel]:
+    """Wide page: header row, units row, then one row a launch (`units`: the units row, read before)."""
+    if units is None:
+        try:
+            _, units = next(rows)
+        except StopIteration:
+            raise InputError(source, "raw CSV has a header but no units row") from None
     at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
     factors = [unit_factor(units[i] if i < len(units) else "") for i in at]

@@ -81,9 +81,7 @@ class _Metrics:
         return metrics
 
 
-def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
-    """One RawKernel per profiled launch, numbered across ranges like ncu's CSV "ID" column."""
-    shown = display or str(path)
+def _load(path: Path, shown: str) -> Any:
     ncu_report = _ncu_report()
     try:
         context = ncu_report.load_report(str(path))
@@ -91,18 +89,34 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
         raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
     if context is None:
         raise InputError(shown, "not a readable .ncu-rep report")
-    launch_id = 0
+    return context
+
+
+def launches(path: Path) -> int:
+    """How many profiled launches the report holds (loading it reads no launch)."""
+    context = _load(path, str(path))
+    return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
+
+
+def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None) -> Iterator[RawKernel]:
+    """One RawKernel per profiled launch, numbered across ranges like ncu's CSV "ID" column;
+    `start`, `stop`: only those launches (ingest/parts.py), the others left unread."""
+    shown = display or str(path)
+    ncu_report = _ncu_report()
+    context = _load(path, shown)
     reader = _Metrics(ncu_report)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
+    first = 0  # the launch number of the range's first action
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
-        for a in range(rng.num_actions()):
+        count = rng.num_actions()
+        for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
             action = rng.action_by_idx(a)
             device_metric = action.metric_by_name(DEVICE_NAME)
             metrics = reader.read(action)
             yield RawKernel(
                 source=shown,
-                launch_id=launch_id,
+                launch_id=first + a,
                 name=action.name(function),
                 name_full=action.name(demangled),
                 device=None if device_metric is None else str(device_metric.value()),
@@ -111,4 +125,4 @@ def read(path: Path, display: str | None = None) -> Iterator[RawKernel]:
                 metrics=metrics,
                 rules=rules(action),
             )
-            launch_id += 1
+        first += count

@@ -1,9 +1,10 @@
 """Results as documents: the JSON document (context, units, kernels, frontier) and flat CSV, both
 from the one column spec (kernelscope/columns.py).
 
-Both are written as the launches stream past (`drain`): each launch becomes its kernel object once,
-every sink writes it, and it is dropped; only the frontier's per-kernel tally (analysis/groups.py)
-and, for CSV, one length a row are kept. So 100,000 launches cost what one does, plus their bytes.
+Both are written as the launches stream past (`drain`), a chunk at a time: each launch becomes its
+kernel object and its JSON text once, every sink writes it, and it is dropped; only the frontier's
+per-kernel tally (analysis/groups.py) and, for CSV, one length a row are kept. So 100,000 launches
+cost what one does, plus their bytes.
 """
 
 from __future__ import annotations
@@ -14,39 +15,69 @@ import json
 import tempfile
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
-from ..analysis.frontier import ranked
+import orjson
+
+from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
 from ..columns import SCHEMA_VERSION, UNITS, flatten, kernel_object
 from ..model import Assessment
 
 
-class Sink(Protocol):
-    def add(self, obj: dict[str, Any], a: Assessment) -> None: ...
+@dataclass(frozen=True)
+class Chunk:
+    """Launches in input order as the sinks take them: each launch's kernel object encoded once, and
+    the frontier's tally of them. A worker process makes chunks as this one does (report/stream.py),
+    and both cross a pipe as bytes and a few numbers a kernel."""
 
-    def close(self) -> None: ...
+    kernels: list[bytes]  # each launch's kernel object as JSON
+    tally: Tally
+    read: int  # launches read before the --kernel filter
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON text. orjson writes these float-heavy objects ~5x faster than json's C encoder, floats
+    in the same shortest form; it refuses integers past 64 bits (a hostile manifest's), which
+    json writes. NaN never gets here: columns._finite has nulled and noted it."""
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+
+def encode(items: Iterable[Assessment], read: int | None = None) -> Chunk:
+    """Launches as a chunk."""
+    kernels, tally = [], Tally()
+    for a in items:
+        kernels.append(dumps(kernel_object(a)))
+        tally.add(a)
+    return Chunk(kernels, tally, len(kernels) if read is None else read)
+
+
+class Sink(Protocol):
+    def add(self, kernels: Sequence[bytes]) -> None: ...
+
+    def close(self, frontier: Sequence[FrontierItem]) -> None: ...
 
 
 class JsonSink:
-    """The JSON document, byte for byte what json.dumps of it whole would give (its default
-    separators), written a kernel at a time. Compact: an indent makes json use its pure-Python
-    encoder, ~15x slower (pipe to jq to read)."""
+    """The JSON document, written a chunk at a time: what dumps() of it whole would give. Compact;
+    pipe to jq to read."""
 
-    def __init__(self, out: IO[str], context: Mapping[str, Any]) -> None:
-        head = json.dumps({"schema_version": SCHEMA_VERSION, "context": dict(context), "units": UNITS},
-                          allow_nan=False)
-        out.write(head[:-1] + ', "kernels": [')
-        self.out, self.tally, self.count = out, Tally(), 0
+    def __init__(self, out: IO[bytes], context: Mapping[str, Any]) -> None:
+        head = dumps({"schema_version": SCHEMA_VERSION, "context": dict(context), "units": UNITS})
+        out.write(head[:-1] + b',"kernels":[')
+        self.out, self.count = out, 0
 
-    def add(self, obj: dict[str, Any], a: Assessment) -> None:
-        self.out.write((", " if self.count else "") + json.dumps(obj, allow_nan=False))
-        self.tally.add(a)
-        self.count += 1
+    def add(self, kernels: Sequence[bytes]) -> None:
+        if kernels:
+            self.out.write((b"," if self.count else b"") + b",".join(kernels))
+            self.count += len(kernels)
 
-    def close(self) -> None:
-        front = [vars(f).copy() for f in ranked(self.tally.summaries())]  # plain fields: no deep copy
-        self.out.write('], "frontier": ' + json.dumps(front, allow_nan=False) + "}\n")
+    def close(self, frontier: Sequence[FrontierItem]) -> None:
+        self.out.write(b'],"frontier":' + dumps([vars(f) for f in frontier]) + b"}\n")
 
 
 class CsvSink:
@@ -54,24 +85,25 @@ class CsvSink:
     wait in a temp file until the last one is known; a row that lacks a later
     column gets an empty field for it, as csv.DictWriter's would."""
 
-    def __init__(self, out: IO[str]) -> None:
-        self.out = out
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
         self.columns: dict[str, int] = {}
         self.spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="")
         self.writer = csv.writer(self.spool, lineterminator="\n")
         self.rows = array("q")  # each row's characters and width, in turn: a quoted field may hold a newline
 
-    def add(self, obj: dict[str, Any], a: Assessment) -> None:
-        row = flatten(obj)
-        for name in row:
-            self.columns.setdefault(name, len(self.columns))
-        fields: list[Any] = [""] * len(self.columns)
-        for name, value in row.items():
-            fields[self.columns[name]] = value
-        written = self.writer.writerow(fields)  # the file's write(): characters, as read() counts them
-        self.rows.extend((written, len(fields)))
+    def add(self, kernels: Sequence[bytes]) -> None:
+        for encoded in kernels:
+            row = flatten(orjson.loads(encoded))
+            for name in row:
+                self.columns.setdefault(name, len(self.columns))
+            fields: list[Any] = [""] * len(self.columns)
+            for name, value in row.items():
+                fields[self.columns[name]] = value
+            written = self.writer.writerow(fields)  # the file's write(): characters, as read() counts them
+            self.rows.extend((written, len(fields)))
 
-    def close(self) -> None:
+    def close(self, frontier: Sequence[FrontierItem]) -> None:
         csv.writer(self.out, lineterminator="\n").writerow(list(self.columns))
         width = len(self.columns)
         self.spool.seek(0)
@@ -79,23 +111,26 @@ class CsvSink:
             line = self.spool.read(self.rows[i])
             self.out.write(line[:-1] + "," * (width - self.rows[i + 1]) + "\n")
         self.spool.close()
+        self.out.detach()  # the caller's file stays open
 
 
-def drain(items: Iterable[Assessment], sinks: Sequence[Sink]) -> int:
-    """Every launch into every sink, one kernel object each; then the sinks close. The count read."""
-    count = 0
-    for a in items:
-        obj = kernel_object(a)
+def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
+    """Every chunk into every sink, then the frontier of them all; then the sinks close. The count
+    of launches written."""
+    tally, count = Tally(), 0
+    for chunk in chunks:
         for sink in sinks:
-            sink.add(obj, a)
-        count += 1
+            sink.add(chunk.kernels)
+        tally.merge(chunk.tally)
+        count += len(chunk.kernels)
+    front = ranked(tally.summaries())
     for sink in sinks:
-        sink.close()
+        sink.close(front)
     return count
 
 
-def to_json_and_csv(items: Sequence[Assessment], context: Mapping[str, Any]) -> tuple[str, str]:
-    """kernels.json and kernels.csv as text, each kernel object built once for both."""
-    j, c = io.StringIO(), io.StringIO()
-    drain(items, [JsonSink(j, context), CsvSink(c)])
+def to_json_and_csv(items: Sequence[Assessment], context: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """kernels.json and kernels.csv, each kernel object built and encoded once for both."""
+    j, c = io.BytesIO(), io.BytesIO()
+    drain([encode(items)], [JsonSink(j, context), CsvSink(c)])
     return j.getvalue(), c.getvalue()

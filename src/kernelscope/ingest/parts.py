@@ -1,0 +1,152 @@
+"""A large input cut into parts that worker processes read and judge one each (report/stream.py):
+a raw-page CSV export at line starts, an `.ncu-rep` report by launch number. A launch costs ~250 µs
+of Python from CSV row to JSON text, and ncu_report spends ~0.7 ms reading a launch and keeps ~1 MB
+a launch read until the process ends, so both are worth spreading over processes.
+
+A CSV part is read strictly: each of its lines must be one record by the fast split
+(csv_pages.records), which ncu's exports are. Then the parts' launches are, in order, the launches
+a whole-file read gives. A part that holds anything else (a quoted field over lines, an escaped
+quote, bad UTF-8, a malformed row) is read again, with the rest of the file, in one stream from the
+part's start (`read_from`): its first line starts a record, since every line before it was one, and
+the stream reads, and words any error, as a whole-file read would.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..errors import InputError
+from ..files import bounded_file
+from ..model import RawKernel
+from . import csv_pages, ncu_rep
+from .detect import check_ncu_rep_framing, sniff
+
+NO_LAUNCHES = "holds no profiled kernel launches"
+REPORT_PART = 128  # launches: a smaller share of a report is not worth a worker's start (~0.1 s)
+
+
+@dataclass(frozen=True)
+class CsvSplit:
+    path: Path
+    header: list[str]
+    units: list[str]
+    bounds: list[int]  # part i is the bytes [bounds[i], bounds[i + 1]); bounds[0] is the first launch row
+
+    @property
+    def parts(self) -> int:
+        return len(self.bounds) - 1
+
+    def read_part(self, i: int) -> Iterator[RawKernel]:
+        """The launches of part i, each line one record or csv_pages.NotSimple; bad UTF-8 raises
+        UnicodeDecodeError, a malformed row InputError (its line number counted from the part)."""
+        with self.path.open("rb") as fh:
+            fh.seek(self.bounds[i])
+            data = fh.read(self.bounds[i + 1] - self.bounds[i])
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")  # as the whole-file read splits
+        shown = str(self.path)
+        yield from csv_pages.read_raw(self.header, csv_pages.records(lines, shown, strict=True), shown, self.units)
+
+    def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
+        """The launches from part i's start to the end of the file in one stream, as a whole-file
+        read gives them; `seen`: launches the parts before it held (none at all is an error)."""
+        shown = str(self.path)
+        with self.path.open("rb") as fh:
+            line = 1 + _lines(fh, self.bounds[i])
+            text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+            with csv_pages.utf8(shown):
+                for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
+                    seen += 1
+                    yield raw
+        if not seen:
+            raise InputError(shown, NO_LAUNCHES)
+
+
+@dataclass(frozen=True)
+class ReportSplit:
+    path: Path
+    bounds: list[int]  # part i is the launches numbered [bounds[i], bounds[i + 1])
+
+    @property
+    def parts(self) -> int:
+        return len(self.bounds) - 1
+
+    def read_part(self, i: int) -> Iterator[RawKernel]:
+        return ncu_rep.read(self.path, str(self.path), self.bounds[i], self.bounds[i + 1])
+
+    def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
+        """Part i's launches and the rest, read here (a worker failed on part i: the error again)."""
+        return ncu_rep.read(self.path, str(self.path), self.bounds[i])
+
+
+Split = CsvSplit | ReportSplit
+
+
+def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
+    """A plain raw-page CSV of more than two parts' bytes of launch rows, whose header and units rows
+    are a line each, cut at line starts into parts of about `part_bytes`; a plain report of at least two parts'
+    launches, cut into one part a job; None for any other input, which is read whole."""
+    bounded_file(path, what="report")
+    with path.open("rb") as fh:
+        kind = sniff(fh.read(4096))
+        if kind == "ncu-rep":
+            check_ncu_rep_framing(fh, str(path))
+    if kind == "ncu-rep":
+        count = ncu_rep.launches(path)
+        share = -(-count // min(jobs, count // REPORT_PART or 1))
+        return ReportSplit(path, [*range(0, count, share), count]) if count >= 2 * REPORT_PART else None
+    return _csv_split(path, part_bytes) if kind == "csv" else None
+
+
+def _csv_split(path: Path, part_bytes: int) -> CsvSplit | None:
+    with path.open("rb") as fh:
+        first, second = fh.readline(csv_pages.FIELD_LIMIT + 4), fh.readline(csv_pages.FIELD_LIMIT + 4)
+        size = fh.seek(0, io.SEEK_END)
+    start = len(first) + len(second)
+    if size - start < 2 * part_bytes \
+            or not all(line.endswith(b"\n") and b"\r" not in line.rstrip(b"\r\n") for line in (first, second)):
+        return None
+    try:
+        found = [f for _, f in csv_pages.records([first.decode("utf-8-sig"), second.decode("utf-8")], str(path),
+                                                 strict=True)]
+    except (UnicodeDecodeError, csv_pages.NotSimple):
+        return None
+    if len(found) != 2 or csv_pages.KERNEL_NAME not in found[0] \
+            or all(h in found[0] for h in csv_pages.DETAILS_HEADER):
+        return None
+    return CsvSplit(path, found[0], found[1], _bounds(path, start, size, part_bytes))
+
+
+def _bounds(path: Path, start: int, size: int, part_bytes: int) -> list[int]:
+    """Offsets just past a newline, about `part_bytes` apart, from `start` to `size`."""
+    bounds = [start]
+    with path.open("rb") as fh:
+        while bounds[-1] + part_bytes < size:
+            fh.seek(bounds[-1] + part_bytes)
+            rest = b""
+            while b"\n" not in rest:
+                more = fh.read(1 << 16)
+                if not more:
+                    break
+                rest += more
+            if b"\n" not in rest:
+                break
+            bounds.append(bounds[-1] + part_bytes + rest.index(b"\n") + 1)
+    if bounds[-1] < size:
+        bounds.append(size)
+    return bounds
+
+
+def _lines(fh: BinaryIO, end: int) -> int:
+    """Line ends in the first `end` bytes as the text reader splits lines (\\n, \\r\\n or \\r),
+    leaving the file at `end`."""
+    count = 0
+    while fh.tell() < end:
+        block = fh.read(min(1 << 20, end - fh.tell()))
+        if block.endswith(b"\r") and fh.tell() < end:  # keep a \r\n pair in one block
+            block += fh.read(1)
+        count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+    return count

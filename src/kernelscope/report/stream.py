@@ -1,0 +1,153 @@
+"""The launches of the inputs as encoded chunks (writers.py), in input order, for the streamed
+documents. A launch costs ~250 µs of Python from CSV row to JSON text, spread thin over reading,
+deriving, judging and encoding, so a large raw CSV export or `.ncu-rep` report is cut into parts
+(ingest/parts.py) and worker processes read, judge and encode a part each, while this process
+writes the chunks in order. Every other input (small, gzip, a details page), and any with one job,
+is read here.
+
+Workers are spawned (not forked: a progress thread may be running). Ctrl-C, SIGTERM and SIGHUP
+reach this process, which shuts the pool down; a worker whose parent was killed outright exits on
+its own. At most two parts a worker are in flight, so memory stays a few parts whatever the size.
+An API caller passing jobs > 1 needs the `if __name__ == "__main__":` guard multiprocessing's
+spawn asks of every program.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from itertools import islice
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from ..analysis.pipeline import Judge
+from ..errors import InputError, Interrupted
+from ..ingest import Inputs, expand, iter_file
+from ..ingest.csv_pages import NotSimple
+from ..ingest.parts import NO_LAUNCHES, Split, split
+from ..model import RawKernel
+from .writers import Chunk, encode
+
+if TYPE_CHECKING:  # imported with the first pool: a run that starts none does not pay for them
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
+CHUNK = 256  # launches a chunk when read here
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def chunks(paths: Inputs, judge: Judge, jobs: int = 1) -> Iterator[Chunk]:
+    """Every input's launches, judged and encoded, in input order; `jobs` processes at most."""
+    with ExitStack() as stack:
+        pool: ProcessPoolExecutor | None = None
+        for path in expand(paths):
+            cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
+            if cut is None:
+                yield from _here(judge, iter_file(path))
+                continue
+            if pool is None:
+                pool = stack.enter_context(_pool(jobs))
+            yield from _in_parts(pool, 2 * jobs, judge, cut)
+
+
+@contextmanager
+def _pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+                               initargs=(os.getpid(),))
+    try:
+        with _terminate_raises():
+            yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def _terminate_raises() -> Iterator[None]:
+    """SIGTERM and SIGHUP (`timeout`, a cancelled CI job) raise Interrupted while workers run, so the
+    pool is shut down, as Ctrl-C's KeyboardInterrupt does; only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = (signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.getsignal(s) for s in names}
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    for s in names:
+        signal.signal(s, interrupt)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _here(judge: Judge, raws: Iterable[RawKernel]) -> Iterator[Chunk]:
+    judged = judge(raws)
+    while batch := list(islice(judged, CHUNK)):
+        yield encode(batch)
+
+
+def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split) -> Iterator[Chunk]:
+    """The parts' chunks in order, `window` parts in flight. At the first part the workers could not
+    read strictly, the rest of the file is read here in one stream (ingest/parts.py)."""
+    todo = iter(range(cut.parts))
+    flying: deque[Future[tuple[Chunk, int] | None]] = deque(
+        pool.submit(_part, judge, cut, i) for i in islice(todo, window))
+    seen = 0
+    for i in range(cut.parts):
+        done = flying.popleft().result()
+        if done is None:
+            for f in flying:
+                f.cancel()
+            yield from _here(judge, cut.read_from(i, seen))
+            return
+        flying.extend(pool.submit(_part, judge, cut, j) for j in islice(todo, 1))
+        chunk, read = done
+        seen += read
+        yield chunk
+    if not seen:
+        raise InputError(cut.path, NO_LAUNCHES)
+
+
+def _part(judge: Judge, cut: Split, i: int) -> tuple[Chunk, int] | None:
+    """In a worker: part i judged and encoded, with the launches read before the --kernel filter;
+    None when the part must be read in one stream with the rest of the file."""
+    read = 0
+
+    def counted() -> Iterator[RawKernel]:
+        nonlocal read
+        for raw in cut.read_part(i):
+            read += 1
+            yield raw
+
+    try:
+        return encode(judge(counted())), read
+    except (NotSimple, InputError, UnicodeDecodeError):
+        return None
+
+
+def _worker_start(parent: int) -> None:
+    """In a worker: Ctrl-C is the parent's to handle, and a worker whose parent is gone (SIGKILL,
+    an OOM kill) exits within a second rather than wait on a pipe for ever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
+
+
+def _exit_without(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)

@@ -1,0 +1,167 @@
+"""Large inputs read in parts by worker processes (report/stream.py, ingest/parts.py): the streamed
+documents are byte for byte the one-process documents, whatever the parts; a part the workers
+cannot read strictly is read here with the rest of the file, and an error in it reads as a
+whole-file read words it. Real worker processes, real ncu exports (tests/fixtures)."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kernelscope import app
+from kernelscope.analysis.groups import Tally
+from kernelscope.analysis.pipeline import analyze
+from kernelscope.errors import InputError
+from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
+from kernelscope.report import stream
+
+BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
+PART = 40_000  # bytes: three or four launches of a full raw export a part
+
+
+def export(fx: Path, dst: Path, rows: int = 30, edit: dict[int, tuple[str, str]] | None = None) -> Path:
+    """A raw export of `rows` launches from the real fixture rows: three kernels in turn, durations
+    varied so that ties and longest launches fall in different parts; `edit`: row -> (column, text)."""
+    header, units, *found = [r for f in ("gemm_bf16-raw.csv", "decode_gemm-raw.csv")
+                             for r in csv.reader((fx / f).open(newline=""))][:3]
+    at = {h: i for i, h in enumerate(header)}
+    out = []
+    for i in range(rows):
+        row = list(found[0])
+        row[at["ID"]] = str(i)
+        row[at["Kernel Name"]] = f"kernel_{i % 3}"
+        t = at["gpu__time_duration.sum"]
+        row[t] = f"{float(row[t].replace(',', '')) * (1 + i % 4):,.3f}"
+        column, text = (edit or {}).get(i, ("ID", str(i)))
+        row[at[column]] = text
+        out.append(row)
+    with dst.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\r\n").writerows([header, units, *out])
+    return dst
+
+
+def documents(path: Path, jobs: int) -> tuple[bytes, bytes]:
+    """The JSON and CSV documents of `path` (the JSON's run time taken out)."""
+    out = []
+    for fmt in ("json", "csv"):
+        _, spool = app.stream_results(app.AnalyzeRequest((path,)), None, fmt, jobs)
+        assert spool is not None
+        with spool:
+            out.append(re.sub(rb'"analyzed_at":"[^"]*"', b"", spool.read()))
+    return out[0], out[1]
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream, "PART_BYTES", PART)
+
+
+def test_parts_give_the_one_process_documents(fx: Path, tmp_path: Path, small_parts: None) -> None:
+    path = export(fx, tmp_path / "raw.csv")
+    cut = split(path, PART, 2)
+    assert isinstance(cut, CsvSplit) and cut.parts >= 8
+    assert documents(path, 2) == documents(path, 1)
+    kernels = [a.record for a in analyze(path)[0]]
+    assert [k.launch_id for k in kernels] == list(range(30)) and kernels[29].name == "kernel_2"
+
+
+def test_a_record_over_lines_is_read_here_with_the_rest(fx: Path, tmp_path: Path, small_parts: None) -> None:
+    """A kernel name with a quote and one with a newline in a later part: the workers' strict read
+    gives way, and the rest of the file is read here, as a whole-file read gives it."""
+    path = export(fx, tmp_path / "odd.csv", edit={17: ("Kernel Name", 'say "hi"'), 23: ("Kernel Name", "two\nlines")})
+    json_doc, csv_doc = documents(path, 2)
+    assert (json_doc, csv_doc) == documents(path, 1)
+    assert b'"name_full":"say \\"hi\\""' in json_doc and b'"name_full":"two\\nlines"' in json_doc
+
+
+def test_a_bad_row_in_a_late_part_is_the_whole_read_error(fx: Path, tmp_path: Path, small_parts: None) -> None:
+    path = export(fx, tmp_path / "bad.csv")
+    lines = path.read_bytes().split(b"\r\n")
+    lines[27] = lines[27].rsplit(b",", 1)[0]  # launch 25 loses a field
+    path.write_bytes(b"\r\n".join(lines))
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(InputError) as caught:
+            documents(path, jobs)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "line 28 has 1477 fields, the header has 1478" in errors[0]
+
+
+def test_a_report_read_in_parts(tmp_path: Path) -> None:
+    """300 launches of a real report, one part a job: launch numbers and every figure as one read."""
+    path = tmp_path / "many.ncu-rep"
+    path.write_bytes(gzip.decompress(BENCH_REPORT.read_bytes()))
+    cut = split(path, PART, 2)
+    assert isinstance(cut, ReportSplit) and cut.bounds == [0, 150, 300]
+    assert [r.launch_id for r in cut.read_part(1)][:2] == [150, 151]
+    assert documents(path, 2) == documents(path, 1)
+
+
+def test_small_or_packed_inputs_are_read_here(fx: Path, tmp_path: Path) -> None:
+    assert split(fx / "gemm_bf16-raw.csv", PART, 2) is None  # under two parts
+    assert split(fx / "decode_gemm-details.csv", 1000, 2) is None  # the long page: one launch spans rows
+    assert split(fx / "gemm_bf16.ncu-rep", PART, 2) is None  # one launch
+    assert split(fx / "tiny.ncu-rep.gz", PART, 2) is None  # gzip: expanded and read here
+
+
+def test_tallies_merged_are_the_tally_of_every_launch(fx: Path, tmp_path: Path) -> None:
+    items = analyze(export(fx, tmp_path / "raw.csv"))[0]
+    whole = Tally()
+    for a in items:
+        whole.add(a)
+    for cut in (1, 7, 13, 29):
+        first, rest = Tally(), Tally()
+        for a in items[:cut]:
+            first.add(a)
+        for a in items[cut:]:
+            rest.add(a)
+        first.merge(rest)
+        assert first.summaries() == whole.summaries()
+    assert [s.launches for s in whole.summaries()] == [10, 10, 10]
+
+
+def _marked(mark: str) -> list[int]:
+    """PIDs of the live processes whose environment holds `mark`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark.encode() in (proc / "environ").read_bytes() \
+                    and b"\nState:\tZ" not in (proc / "status").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_run_leaves_no_worker(fx: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    """`timeout` (SIGTERM) shuts the pool down and exits 143 with nothing written; SIGKILL leaves
+    workers without a parent, and they exit on their own."""
+    path = export(fx, tmp_path / "big.csv", rows=2400)  # ~29 MB: three parts
+    mark = f"KS_TEST_{uuid.uuid4().hex}"
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, mark: "1"})
+    deadline = time.monotonic() + 30
+    while len(_marked(mark)) < 3 and time.monotonic() < deadline:  # this run and two workers
+        time.sleep(0.05)
+    assert len(_marked(mark)) >= 3, "the workers never started"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _marked(mark) == []
+    assert out == b""
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 143 and err.decode().strip().endswith("kernelscope: stopped by SIGTERM")
