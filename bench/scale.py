@@ -13,6 +13,10 @@ package has them (this workplace sets PYTHONDONTWRITEBYTECODE, which would make 
 ~40 modules, ~50 ms); the ncu_report floor runs under the same settings. To measure another tree
 (the before column), point PYTHONPATH at its src/.
 
+Every analyze runs twice: `--jobs 1` (one process) and the default (a worker a core, which reads a
+large raw CSV or report in parts); the .ncu-rep line also splits each side into its start-up and
+what it then spends a launch.
+
     taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000,20000]
 """
 
@@ -107,6 +111,24 @@ def fitted(what: str, points: list[tuple[int, float]]) -> None:
         print(f"{what}: time ~ N^{slope(points):.2f}", flush=True)
 
 
+def writers(n: int, path: Path) -> None:
+    """The JSON and CSV writers alone, in this process: µs a kernel to build each launch's kernel
+    object and encode it, and to flatten it into a CSV row."""
+    from kernelscope.analysis.pipeline import analyze
+    from kernelscope.report.writers import CsvSink, encode
+
+    items = analyze(path)[0][:n]
+    t0 = time.perf_counter()
+    chunk = encode(items)
+    t1 = time.perf_counter()
+    sink = CsvSink(io.BytesIO())
+    sink.add(chunk.kernels)
+    t2 = time.perf_counter()
+    print(f"writers over {len(items):,} kernels: JSON {1e6 * (t1 - t0) / len(items):.1f} µs/kernel (kernel object + "
+          f"encode + frontier tally), CSV {1e6 * (t2 - t1) / len(items):.1f} µs/kernel (decode + flatten + row)",
+          flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
@@ -115,7 +137,8 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     render_sizes = [int(x) for x in args.render_sizes.split(",") if x]
-    print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}")
+    print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}; `jobs 1`: one process, "
+          "`jobs N`: the default, every core")
     print("| path | kernels | s | kernels/s | peak RSS MB | KB/kernel | x ncu_report floor | note |\n"
           "|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,19 +148,34 @@ def main() -> None:
                      ["roofline", str(FX / "gemm_bf16.ncu-rep"), "--out", str(d / "warm.png")]):
             run([*KS, *warm])
         run([sys.executable, "-c", FLOOR, str(FX / "gemm_bf16.ncu-rep")])
-        fit = []
+        fits: dict[str, list[tuple[int, float]]] = {"jobs 1": [], "jobs N": []}
         for n in sizes:
             raw_csv(n, d / f"k{n}.csv")
-            seconds, rss = run([*KS, "analyze", str(d / f"k{n}.csv"), "--format", "json"], d / "out.json")
-            fit.append((n, seconds))
-            line("analyze raw CSV -> JSON", n, seconds, rss)
-        fitted("analyze", fit)
+            for label, jobs in (("jobs 1", ["--jobs", "1"]), ("jobs N", [])):
+                seconds, rss = run([*KS, "analyze", str(d / f"k{n}.csv"), "--format", "json", *jobs],
+                                   d / "out.json")
+                fits[label].append((n, seconds))
+                line(f"analyze raw CSV -> JSON, {label}", n, seconds, rss)
+            (d / f"k{n}.csv").unlink()
+        for label, points in fits.items():
+            fitted(f"analyze, {label}", points)
+        raw_csv(min(sizes[0], 2000), d / "w.csv")
+        writers(2000, d / "w.csv")
         rep = d / "many.ncu-rep"
         rep.write_bytes(gzip.decompress(MANY.read_bytes()))
         floor, floor_rss = best([sys.executable, "-c", FLOOR, str(rep)], args.runs)
-        ours, rss = best([*KS, "analyze", str(rep), "--format", "json"], args.runs)
-        line(".ncu-rep -> JSON (300 launches)", 300, ours, rss, f"{ours / floor:.2f}x",
-             f"floor {floor:.2f} s, {floor_rss:.0f} MB")
+        floor_start, _ = best([sys.executable, "-c", "import ncu_report"], args.runs)
+        ours_start, _ = best([sys.executable, "-c", "import kernelscope.app, kernelscope.report.stream, ncu_report"],
+                             args.runs)
+        for label, jobs in (("jobs 1", ["--jobs", "1"]), ("jobs N", [])):
+            ours, rss = best([*KS, "analyze", str(rep), "--format", "json", *jobs], args.runs)
+            line(f".ncu-rep -> JSON (300 launches), {label}", 300, ours, rss, f"{ours / floor:.2f}x",
+                 f"floor {floor:.2f} s, {floor_rss:.0f} MB")
+            if label == "jobs 1":
+                per, floor_per = (ours - ours_start) / 300, (floor - floor_start) / 300
+                print(f".ncu-rep, jobs 1: start-up {ours_start:.3f} s vs the floor's {floor_start:.3f} s; after it "
+                      f"{1e3 * per:.2f} ms a launch vs the floor's {1e3 * floor_per:.2f} ms ({per / floor_per:.2f}x)",
+                      flush=True)
         cells = [run([*KS, "campaign", "import-ncu", "--root", str(d / "c"), "--campaign", "s", "--cell-id", f"c{i}",
                       "--bundle", str(FX / "gemm_bf16.ncu-rep")]) for i in range(args.runs + 2)]
         print(f"campaign import-ncu: {min(s for s, _ in cells):.3f} s per cell (best of {len(cells)}), "

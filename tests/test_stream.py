@@ -22,6 +22,7 @@ from kernelscope import app
 from kernelscope.analysis.groups import Tally
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.errors import InputError
+from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
 
@@ -97,10 +98,12 @@ def test_a_bad_row_in_a_late_part_is_the_whole_read_error(fx: Path, tmp_path: Pa
     assert errors[0] == errors[1] and "line 28 has 1477 fields, the header has 1478" in errors[0]
 
 
-def test_a_report_read_in_parts(tmp_path: Path) -> None:
+def test_a_report_read_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """300 launches of a real report, one part a job: launch numbers and every figure as one read."""
     path = tmp_path / "many.ncu-rep"
     path.write_bytes(gzip.decompress(BENCH_REPORT.read_bytes()))
+    assert split(path, PART, 2) is None  # under two parts of parts.REPORT_PART launches: read here
+    monkeypatch.setattr(parts, "REPORT_PART", 100)
     cut = split(path, PART, 2)
     assert isinstance(cut, ReportSplit) and cut.bounds == [0, 150, 300]
     assert [r.launch_id for r in cut.read_part(1)][:2] == [150, 151]
