@@ -141,6 +141,7 @@ def test_live_pod_wrap_end_to_end(tmp_path: Path) -> None:
                          timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["capture_exit"] in (0, 1) and result["production_untouched"], result
+    said = (tmp_path / "capture.txt").read_text()[-3000:]  # the capture's own words, when it fails
+    assert result["capture_exit"] in (0, 1) and result["production_untouched"], (result, said)
     assert result["left_behind"] == {"pods": [], "releases": []}
     assert any("nvjet" in k["name"] for k in result["kernels"])

@@ -135,7 +135,7 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
         outs += [(fmt, spool)] if fmt and spool is not None else []
         sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
         try:
-            if not drain(chunks(list(req.inputs), judge, jobs), sinks):
+            if not drain(chunks(list(req.inputs), judge, jobs, any(kind == "csv" for kind, _ in outs)), sinks):
                 _no_match(req)
         except BaseException:
             if spool is not None:

@@ -45,18 +45,19 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def chunks(paths: Inputs, judge: Judge, jobs: int = 1) -> Iterator[Chunk]:
-    """Every input's launches, judged and encoded, in input order; `jobs` processes at most."""
+def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False) -> Iterator[Chunk]:
+    """Every input's launches, judged and encoded (`rows`: with their CSV lines), in input order;
+    `jobs` processes at most."""
     with ExitStack() as stack:
         pool: ProcessPoolExecutor | None = None
         for path in expand(paths):
             cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
             if cut is None:
-                yield from _here(judge, iter_file(path))
+                yield from _here(judge, iter_file(path), rows)
                 continue
             if pool is None:
                 pool = stack.enter_context(_pool(jobs))
-            yield from _in_parts(pool, 2 * jobs, judge, cut)
+            yield from _in_parts(pool, 2 * jobs, judge, cut, rows)
 
 
 @contextmanager
@@ -95,27 +96,27 @@ def _terminate_raises() -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _here(judge: Judge, raws: Iterable[RawKernel]) -> Iterator[Chunk]:
+def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk]:
     judged = judge(raws)
     while batch := list(islice(judged, CHUNK)):
-        yield encode(batch)
+        yield encode(batch, rows)
 
 
-def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split) -> Iterator[Chunk]:
+def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, rows: bool) -> Iterator[Chunk]:
     """The parts' chunks in order, `window` parts in flight. At the first part the workers could not
     read strictly, the rest of the file is read here in one stream (ingest/parts.py)."""
     todo = iter(range(cut.parts))
     flying: deque[Future[tuple[Chunk, int] | None]] = deque(
-        pool.submit(_part, judge, cut, i) for i in islice(todo, window))
+        pool.submit(_part, judge, cut, i, rows) for i in islice(todo, window))
     seen = 0
     for i in range(cut.parts):
         done = flying.popleft().result()
         if done is None:
             for f in flying:
                 f.cancel()
-            yield from _here(judge, cut.read_from(i, seen))
+            yield from _here(judge, cut.read_from(i, seen), rows)
             return
-        flying.extend(pool.submit(_part, judge, cut, j) for j in islice(todo, 1))
+        flying.extend(pool.submit(_part, judge, cut, j, rows) for j in islice(todo, 1))
         chunk, read = done
         seen += read
         yield chunk
@@ -123,7 +124,7 @@ def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split) 
         raise InputError(cut.path, NO_LAUNCHES)
 
 
-def _part(judge: Judge, cut: Split, i: int) -> tuple[Chunk, int] | None:
+def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | None:
     """In a worker: part i judged and encoded, with the launches read before the --kernel filter;
     None when the part must be read in one stream with the rest of the file."""
     read = 0
@@ -135,7 +136,7 @@ def _part(judge: Judge, cut: Split, i: int) -> tuple[Chunk, int] | None:
             yield raw
 
     try:
-        return encode(judge(counted())), read
+        return encode(judge(counted()), rows), read
     except (NotSimple, InputError, UnicodeDecodeError):
         return None
 

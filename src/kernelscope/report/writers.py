@@ -25,16 +25,19 @@ from ..analysis.groups import Tally
 from ..columns import SCHEMA_VERSION, UNITS, flatten, kernel_object
 from ..model import Assessment
 
+Row = tuple[tuple[str, ...], str]  # a launch's flat column names (columns.flatten) and its CSV line in that order
+
 
 @dataclass(frozen=True)
 class Chunk:
-    """Launches in input order as the sinks take them: each launch's kernel object encoded once, and
-    the frontier's tally of them. A worker process makes chunks as this one does (report/stream.py),
-    and both cross a pipe as bytes and a few numbers a kernel."""
+    """Launches in input order as the sinks take them: each launch's kernel object encoded once, its
+    CSV line when a CSV is written, and the frontier's tally of them. A worker process makes chunks
+    as this one does (report/stream.py), so the formatting is spread over the workers and what
+    crosses the pipe is text and a few numbers a kernel."""
 
     kernels: list[bytes]  # each launch's kernel object as JSON
     tally: Tally
-    read: int  # launches read before the --kernel filter
+    rows: list[Row] | None = None  # column names shared between rows of one layout (one object each)
 
 
 def dumps(obj: Any) -> bytes:
@@ -47,17 +50,29 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
-def encode(items: Iterable[Assessment], read: int | None = None) -> Chunk:
-    """Launches as a chunk."""
+def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
+    """Launches as a chunk; `rows`: with their CSV lines."""
     kernels, tally = [], Tally()
+    lines: list[Row] | None = [] if rows else None
+    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
     for a in items:
-        kernels.append(dumps(kernel_object(a)))
+        obj = kernel_object(a)
+        kernels.append(dumps(obj))
         tally.add(a)
-    return Chunk(kernels, tally, len(kernels) if read is None else read)
+        if lines is not None:
+            flat = flatten(obj)
+            names = tuple(flat)
+            text.seek(0)
+            text.truncate()
+            writer.writerow(flat.values())
+            lines.append((layouts.setdefault(names, names), text.getvalue()))
+    return Chunk(kernels, tally, lines)
 
 
 class Sink(Protocol):
-    def add(self, kernels: Sequence[bytes]) -> None: ...
+    def add(self, chunk: Chunk) -> None: ...
 
     def close(self, frontier: Sequence[FrontierItem]) -> None: ...
 
@@ -71,10 +86,10 @@ class JsonSink:
         out.write(head[:-1] + b',"kernels":[')
         self.out, self.count = out, 0
 
-    def add(self, kernels: Sequence[bytes]) -> None:
-        if kernels:
-            self.out.write((b"," if self.count else b"") + b",".join(kernels))
-            self.count += len(kernels)
+    def add(self, chunk: Chunk) -> None:
+        if chunk.kernels:
+            self.out.write((b"," if self.count else b"") + b",".join(chunk.kernels))
+            self.count += len(chunk.kernels)
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
         self.out.write(b'],"frontier":' + dumps([vars(f) for f in frontier]) + b"}\n")
@@ -82,8 +97,10 @@ class JsonSink:
 
 class CsvSink:
     """Flat CSV: the header is every column any row has, in order of first appearance, so rows
-    wait in a temp file until the last one is known; a row that lacks a later
-    column gets an empty field for it, as csv.DictWriter's would."""
+    wait in a temp file until the last one is known; a row that lacks a later column gets an
+    empty field for it, as csv.DictWriter's would. A chunk's line whose columns fall in that order
+    (the common case: every launch of a kernel has the same) is written as it came; any other is
+    laid out again."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self.out = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
@@ -92,16 +109,21 @@ class CsvSink:
         self.writer = csv.writer(self.spool, lineterminator="\n")
         self.rows = array("q")  # each row's characters and width, in turn: a quoted field may hold a newline
 
-    def add(self, kernels: Sequence[bytes]) -> None:
-        for encoded in kernels:
-            row = flatten(orjson.loads(encoded))
-            for name in row:
-                self.columns.setdefault(name, len(self.columns))
-            fields: list[Any] = [""] * len(self.columns)
-            for name, value in row.items():
+    def add(self, chunk: Chunk) -> None:
+        assert chunk.rows is not None, "a chunk for a CSV is encoded with rows"
+        fits: dict[int, bool] = {}  # by the id of a layout, shared by the chunk's rows of that layout
+        for names, line in chunk.rows:
+            if id(names) not in fits:
+                for name in names:
+                    self.columns.setdefault(name, len(self.columns))
+                fits[id(names)] = all(self.columns[name] == i for i, name in enumerate(names))
+            if fits[id(names)]:
+                self.rows.extend((self.spool.write(line), len(names)))
+                continue
+            fields: list[str] = [""] * len(self.columns)
+            for name, value in zip(names, next(csv.reader([line])), strict=True):  # text back to text: exact
                 fields[self.columns[name]] = value
-            written = self.writer.writerow(fields)  # the file's write(): characters, as read() counts them
-            self.rows.extend((written, len(fields)))
+            self.rows.extend((self.writer.writerow(fields), len(fields)))
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
         csv.writer(self.out, lineterminator="\n").writerow(list(self.columns))
@@ -120,7 +142,7 @@ def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
     tally, count = Tally(), 0
     for chunk in chunks:
         for sink in sinks:
-            sink.add(chunk.kernels)
+            sink.add(chunk)
         tally.merge(chunk.tally)
         count += len(chunk.kernels)
     front = ranked(tally.summaries())
@@ -132,5 +154,5 @@ def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
 def to_json_and_csv(items: Sequence[Assessment], context: Mapping[str, Any]) -> tuple[bytes, bytes]:
     """kernels.json and kernels.csv, each kernel object built and encoded once for both."""
     j, c = io.BytesIO(), io.BytesIO()
-    drain([encode(items)], [JsonSink(j, context), CsvSink(c)])
+    drain([encode(items, rows=True)], [JsonSink(j, context), CsvSink(c)])
     return j.getvalue(), c.getvalue()
