@@ -26,7 +26,7 @@ from . import csv_pages, ncu_rep
 from .detect import check_ncu_rep_framing, sniff
 
 NO_LAUNCHES = "holds no profiled kernel launches"
-REPORT_PART = 512  # launches: ~0.5 s to read, over a worker's start (~0.15 s); 300 in two parts ran slower
+REPORT_PART = 256  # launches, ~0.3 s to read: over a worker's start (~0.15 s); parts from 512 launches
 
 
 @dataclass(frozen=True)
