@@ -18,6 +18,7 @@ large raw CSV or report in parts); the .ncu-rep line also splits each side into 
 what it then spends a launch.
 
     taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000,20000]
+    python3 bench/scale.py --sizes '' --render-sizes '' --report big.ncu-rep   # the report line alone
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def main() -> None:
     ap.add_argument("--report", type=Path, default=MANY, help="the .ncu-rep (or .gz) held against the ncu_report "
                     "floor (default: bench/data/many.ncu-rep.gz, 300 launches)")
     args = ap.parse_args()
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = [int(x) for x in args.sizes.split(",") if x]
     render_sizes = [int(x) for x in args.render_sizes.split(",") if x]
     print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}; `jobs 1`: one process, "
           "`jobs N`: the default, every core")
@@ -164,8 +165,9 @@ def main() -> None:
             (d / f"k{n}.csv").unlink()
         for label, points in fits.items():
             fitted(f"analyze, {label}", points)
-        raw_csv(min(sizes[0], 2000), d / "w.csv")
-        writers(2000, d / "w.csv")
+        if sizes:
+            raw_csv(min(sizes[0], 2000), d / "w.csv")
+            writers(2000, d / "w.csv")
         rep = d / "report.ncu-rep"
         data = args.report.read_bytes()
         rep.write_bytes(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)

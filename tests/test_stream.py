@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import os
+import random
 import re
 import signal
 import subprocess
@@ -21,10 +23,12 @@ import pytest
 from kernelscope import app
 from kernelscope.analysis.groups import Tally
 from kernelscope.analysis.pipeline import analyze
+from kernelscope.columns import flatten, kernel_object
 from kernelscope.errors import InputError
 from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
+from kernelscope.report.writers import to_json_and_csv
 
 BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
 PART = 40_000  # bytes: three or four launches of a full raw export a part
@@ -168,3 +172,42 @@ def test_a_stopped_run_leaves_no_worker(fx: Path, tmp_path: Path, sig: signal.Si
     assert out == b""
     if sig == signal.SIGTERM:
         assert proc.returncode == 143 and err.decode().strip().endswith("kernelscope: stopped by SIGTERM")
+
+
+MUTATIONS = [b"\"", b"\n", b"\r", b"\x00", b"\xff\xfe", b"\",\"", b"", b"1,2", b"\"\"", b"\r\n", b"n/a", b"\xc3"]
+
+
+@pytest.mark.parametrize("seed", range(len(MUTATIONS)))
+def test_a_damaged_export_reads_the_same_in_parts(fx: Path, tmp_path: Path, small_parts: None, seed: int) -> None:
+    """Bytes put in, or taken out, anywhere in the launch rows: parts give what one process
+    gives, the same documents or the same one-line error."""
+    path = export(fx, tmp_path / "damaged.csv", rows=24)
+    data = path.read_bytes()
+    rng = random.Random(seed)
+    start = data.index(b"\n", data.index(b"\n") + 1) + 1  # after the units row
+    at = rng.randrange(start + PART, len(data) - 10)  # past the first part
+    cut = rng.randrange(0, 4)
+    path.write_bytes(data[:at] + MUTATIONS[seed] + data[at + cut:])
+    outcomes = []
+    for jobs in (1, 2):
+        try:
+            outcomes.append(documents(path, jobs))
+        except InputError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_csv_lines_of_other_layouts_are_laid_out_again(fx: Path) -> None:
+    """Kernels whose flat columns differ (another metric set, a runner-up or none): the CSV is what
+    csv.DictWriter writes over every row with the columns in order of first appearance."""
+    items = analyze([fx / "gemm_basic.ncu-rep", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-details.csv",
+                     fx / "attention_cudnn.ncu-rep", fx / "gemm_basic.ncu-rep"], hw="h200-sxm")[0]
+    rows = [flatten(kernel_object(a)) for a in items]
+    header = list(dict.fromkeys(name for r in rows for name in r))
+    layouts = {tuple(r) for r in rows}
+    assert len(layouts) >= 3 and any(list(names) != header[:len(names)] for names in layouts)  # some laid out again
+    expected = io.StringIO()
+    writer = csv.DictWriter(expected, header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    assert to_json_and_csv(items, {})[1].decode() == expected.getvalue()
