@@ -211,3 +211,21 @@ def test_csv_lines_of_other_layouts_are_laid_out_again(fx: Path) -> None:
     writer.writeheader()
     writer.writerows(rows)
     assert to_json_and_csv(items, {})[1].decode() == expected.getvalue()
+
+
+@pytest.mark.parametrize(("files", "quota"), [
+    ({"cpu.max": "250000 100000\n"}, 3),  # cgroup v2: 2.5 CPUs
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 2),  # cgroup v1
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ({"cpu.max": "garbage"}, None),
+    ({}, None),
+])
+def test_default_jobs_keep_to_the_container_quota(tmp_path: Path, files: dict[str, str], quota: int | None) -> None:
+    """A pod limited to a few CPUs on a large node starts that many workers, not one a host core."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert stream.cpu_quota(tmp_path) == quota
+    cpus = len(os.sched_getaffinity(0))
+    assert stream.default_jobs(tmp_path) == min(cpus, quota or cpus, stream.MAX_JOBS)

@@ -510,7 +510,8 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
     a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
     a.add_argument("--jobs", type=T.positive, help="json, csv and --out-dir: processes that read a large raw CSV "
-                   "export in parts (default: every CPU this process may use; 1 reads it here)")
+                   "export or report in parts (default: the CPUs this process may use, within its CPU quota, "
+                   "at most 16)")
 
     r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
     _figure_options(r, "the HTML file to write (e.g. report.html)")

@@ -1,7 +1,7 @@
 """A large input cut into parts that worker processes read and judge one each (report/stream.py):
 a raw-page CSV export at line starts, an `.ncu-rep` report by launch number. A launch costs ~250 µs
-of Python from CSV row to JSON text, and ncu_report spends ~0.7 ms reading a launch and keeps ~1 MB
-a launch read until the process ends, so both are worth spreading over processes.
+of Python from CSV row to JSON text, and ncu_report spends ~0.7 ms reading a launch and keeps
+0.6-0.9 MB a launch read until its process ends, so both are worth spreading over processes.
 
 A CSV part is read strictly: each of its lines must be one record by the fast split
 (csv_pages.records), which ncu's exports are. Then the parts' launches are, in order, the launches
@@ -78,7 +78,8 @@ class ReportSplit:
         return ncu_rep.read(self.path, str(self.path), self.bounds[i], self.bounds[i + 1])
 
     def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
-        """Part i's launches and the rest, read here (a worker failed on part i: the error again)."""
+        """Part i's launches and the rest, read here: a worker failed on part i, so this gives its
+        error again (a report cut in two holds launches, whatever `seen` says)."""
         return ncu_rep.read(self.path, str(self.path), self.bounds[i])
 
 
@@ -86,9 +87,9 @@ Split = CsvSplit | ReportSplit
 
 
 def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
-    """A plain raw-page CSV of more than two parts' bytes of launch rows, whose header and units rows
-    are a line each, cut at line starts into parts of about `part_bytes`; a plain report of at least two parts'
-    launches, cut into one part a job; None for any other input, which is read whole."""
+    """A plain raw-page CSV of more than two parts' bytes of launch rows, whose header and units
+    rows are a line each, cut at line starts into parts of about `part_bytes`; a plain report of at
+    least two REPORT_PARTs of launches, one part a job; None for any other input, read whole."""
     bounded_file(path, what="report")
     with path.open("rb") as fh:
         kind = sniff(fh.read(4096))
