@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -207,7 +208,7 @@ def test_csv_lines_of_other_layouts_are_laid_out_again(fx: Path) -> None:
     layouts = {tuple(r) for r in rows}
     assert len(layouts) >= 3 and any(list(names) != header[:len(names)] for names in layouts)  # some laid out again
     expected = io.StringIO()
-    writer = csv.DictWriter(expected, header, lineterminator="\n")
+    writer = csv.DictWriter(expected, header, lineterminator="\r\n")
     writer.writeheader()
     writer.writerows(rows)
     assert to_json_and_csv(items, {})[1].decode() == expected.getvalue()
@@ -229,3 +230,13 @@ def test_default_jobs_keep_to_the_container_quota(tmp_path: Path, files: dict[st
     assert stream.cpu_quota(tmp_path) == quota
     cpus = len(os.sched_getaffinity(0))
     assert stream.default_jobs(tmp_path) == min(cpus, quota or cpus, stream.MAX_JOBS)
+
+
+@pytest.mark.parametrize("name", ['say "hi",\r\nthen\n"go"', "a\rb", "\n", " lead, trail "])
+def test_csv_reads_back_every_name_as_written(fx: Path, name: str) -> None:
+    """A name with a bare \\r once went out unquoted and split its row for every CSV reader."""
+    items = analyze([fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-details.csv"], hw="h200-sxm")[0]
+    odd = [replace(a, record=replace(a.record, name=f"{name}{i}", name_full=f"{name}{i}\r"))
+           for i, a in enumerate(items)]
+    back = list(csv.DictReader(io.StringIO(to_json_and_csv(odd, {})[1].decode(), newline="")))
+    assert [(r["name"], r["name_full"]) for r in back] == [(f"{name}{i}", f"{name}{i}\r") for i in range(len(odd))]

@@ -13,7 +13,7 @@ import io
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from .text import clean, elide
 
@@ -167,10 +167,18 @@ def render_markdown(table: Table) -> str:
     return "\n".join(out) + "\n"
 
 
+CSV_EOL = "\r\n"  # RFC 4180's; with "\n" the csv module left a \r in a name unquoted, and readers split the row
+
+
+def csv_writer(out: IO[str]) -> Any:
+    """A CSV writer that quotes any field holding a quote, comma, \r or \n."""
+    return csv.writer(out, lineterminator=CSV_EOL)
+
+
 def render_csv(table: Table) -> str:
     """Raw values under the machine names (numbers unformatted, empty where unmeasured)."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf)
     w.writerow([c.key for c in table.cols])
     w.writerows(["" if v is None else v for v in row] for row in table.rows)
     return buf.getvalue()

@@ -24,6 +24,7 @@ from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
 from ..columns import SCHEMA_VERSION, UNITS, flatten, kernel_object
 from ..model import Assessment
+from .table import CSV_EOL, csv_writer
 
 Row = tuple[tuple[str, ...], str]  # a launch's flat column names (columns.flatten) and its CSV line in that order
 
@@ -56,7 +57,7 @@ def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
     lines: list[Row] | None = [] if rows else None
     layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
     text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
+    writer = csv_writer(text)
     for a in items:
         obj = kernel_object(a)
         kernels.append(dumps(obj))
@@ -106,7 +107,7 @@ class CsvSink:
         self.out = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
         self.columns: dict[str, int] = {}
         self.spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="")
-        self.writer = csv.writer(self.spool, lineterminator="\n")
+        self.writer = csv_writer(self.spool)
         self.rows = array("q")  # each row's characters and width, in turn: a quoted field may hold a newline
 
     def add(self, chunk: Chunk) -> None:
@@ -121,17 +122,18 @@ class CsvSink:
                 self.rows.extend((self.spool.write(line), len(names)))
                 continue
             fields: list[str] = [""] * len(self.columns)
-            for name, value in zip(names, next(csv.reader([line])), strict=True):  # text back to text: exact
+            parsed = next(csv.reader(io.StringIO(line, newline="")))  # text back to text: exact
+            for name, value in zip(names, parsed, strict=True):
                 fields[self.columns[name]] = value
             self.rows.extend((self.writer.writerow(fields), len(fields)))
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
-        csv.writer(self.out, lineterminator="\n").writerow(list(self.columns))
+        csv_writer(self.out).writerow(list(self.columns))
         width = len(self.columns)
         self.spool.seek(0)
         for i in range(0, len(self.rows), 2):
             line = self.spool.read(self.rows[i])
-            self.out.write(line[:-1] + "," * (width - self.rows[i + 1]) + "\n")
+            self.out.write(line[:-len(CSV_EOL)] + "," * (width - self.rows[i + 1]) + CSV_EOL)
         self.spool.close()
         self.out.detach()  # the caller's file stays open
 
