@@ -122,20 +122,17 @@ def _csv_split(path: Path, part_bytes: int) -> CsvSplit | None:
 
 
 def _bounds(path: Path, start: int, size: int, part_bytes: int) -> list[int]:
-    """Offsets just past a newline, about `part_bytes` apart, from `start` to `size`."""
+    """Offsets just past a newline, about `part_bytes` apart, from `start` to `size` (a line of any
+    length is scanned a block at a time, never gathered)."""
     bounds = [start]
     with path.open("rb") as fh:
         while bounds[-1] + part_bytes < size:
-            fh.seek(bounds[-1] + part_bytes)
-            rest = b""
-            while b"\n" not in rest:
-                more = fh.read(1 << 16)
-                if not more:
-                    break
-                rest += more
-            if b"\n" not in rest:
+            at = fh.seek(bounds[-1] + part_bytes)
+            while (block := fh.read(1 << 16)) and b"\n" not in block:
+                at += len(block)
+            if not block:
                 break
-            bounds.append(bounds[-1] + part_bytes + rest.index(b"\n") + 1)
+            bounds.append(at + block.index(b"\n") + 1)
     if bounds[-1] < size:
         bounds.append(size)
     return bounds
