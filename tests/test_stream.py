@@ -151,6 +151,13 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # it ended meanwhile
+        return b""
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_run_leaves_no_worker(fx: Path, tmp_path: Path, sig: signal.Signals) -> None:
     """`timeout` (SIGTERM) shuts the pool down and exits 143 with nothing written; SIGKILL leaves
@@ -240,3 +247,27 @@ def test_csv_reads_back_every_name_as_written(fx: Path, name: str) -> None:
            for i, a in enumerate(items)]
     back = list(csv.DictReader(io.StringIO(to_json_and_csv(odd, {})[1].decode(), newline="")))
     assert [(r["name"], r["name_full"]) for r in back] == [(f"{name}{i}", f"{name}{i}\r") for i in range(len(odd))]
+
+
+def test_a_worker_killed_is_one_error(fx: Path, tmp_path: Path) -> None:
+    """The OOM killer takes a worker: one line naming the file and --jobs 1, nothing written."""
+    path = export(fx, tmp_path / "big.csv", rows=12_000)
+    mark = f"KS_TEST_{uuid.uuid4().hex}"
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, mark: "1"})
+    deadline = time.monotonic() + 30
+    workers: list[int] = []
+    while not workers and time.monotonic() < deadline:
+        workers = [p for p in _marked(mark) if b"spawn_main" in _cmdline(p)]
+        time.sleep(0.05)
+    assert workers, "no worker started"
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and out == b"", err.decode()[-2000:]
+    assert err.decode().strip().splitlines()[-1] == (f"kernelscope: error: {path}: a worker process reading it died "
+                                                      "(out of memory, or killed); --jobs 1 reads it in this process")
+    deadline = time.monotonic() + 5
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _marked(mark) == []

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ..analysis.pipeline import Judge
-from ..errors import InputError, Interrupted
+from ..errors import InputError, Interrupted, KernelscopeError
 from ..ingest import Inputs, expand, iter_file
 from ..ingest.csv_pages import NotSimple
 from ..ingest.parts import NO_LAUNCHES, Split, split
@@ -129,7 +129,7 @@ def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, 
         pool.submit(_part, judge, cut, i, rows) for i in islice(todo, window))
     seen = 0
     for i in range(cut.parts):
-        done = flying.popleft().result()
+        done = _result(flying.popleft(), cut)
         if done is None:
             for f in flying:
                 f.cancel()
@@ -141,6 +141,17 @@ def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, 
         yield chunk
     if not seen:
         raise InputError(cut.path, NO_LAUNCHES)
+
+
+def _result(future: Future[tuple[Chunk, int] | None], cut: Split) -> tuple[Chunk, int] | None:
+    """A part's result; a worker that died (the OOM killer, a crash in ncu_report) is one error."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise KernelscopeError(f"{cut.path}: a worker process reading it died (out of memory, or killed); "
+                               "--jobs 1 reads it in this process") from None
 
 
 def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | None:
