@@ -5,6 +5,7 @@ whole-file read words it. Real worker processes, real ncu exports (tests/fixture
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -24,6 +25,7 @@ import pytest
 from kernelscope import app
 from kernelscope.analysis.groups import Tally
 from kernelscope.analysis.pipeline import analyze
+from kernelscope.cli import main
 from kernelscope.columns import flatten, kernel_object
 from kernelscope.errors import InputError
 from kernelscope.ingest import parts
@@ -271,3 +273,65 @@ def test_a_worker_killed_is_one_error(fx: Path, tmp_path: Path) -> None:
     while _marked(mark) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _marked(mark) == []
+
+
+@pytest.mark.parametrize("shift", range(-3, 3))
+def test_line_ends_cut_by_a_block_are_counted_once(tmp_path: Path, shift: int) -> None:
+    """\\r\\r\\n (a CRLF file through Windows text mode) across the counter's 1 MiB blocks: the
+    line numbers of read_from are the text reader's."""
+    data = b"a" * ((1 << 20) - 2 + shift) + b"\r\r\n" + b"x\r\n" * 3
+    path = tmp_path / "crcr.csv"
+    path.write_bytes(data)
+    with path.open("rb") as fh:
+        assert parts._lines(fh, len(data)) == len(io.TextIOWrapper(io.BytesIO(data), newline="").readlines()) == 5
+
+
+def test_bad_utf8_near_a_bad_row_is_the_same_error(fx: Path, tmp_path: Path, small_parts: None) -> None:
+    """Bad UTF-8 is refused a line at a time, so which error comes first does not hang on where
+    the decoder's chunks fall (a part's start, or the file's)."""
+    path = export(fx, tmp_path / "utf.csv")
+    lines = path.read_bytes().split(b"\r\n")
+    lines[20] = lines[20].rsplit(b",", 1)[0]  # line 21 loses a field
+    lines[21] = lines[21][:1455] + b"\xff" + lines[21][1456:]  # and the next line holds a byte that is not UTF-8
+    path.write_bytes(b"\r\n".join(lines))
+    errors = []
+    for jobs in (1, 2):
+        with pytest.raises(InputError) as caught:
+            documents(path, jobs)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and errors[0].endswith("line 21 has 1477 fields, the header has 1478")
+    lines[20] = lines[20] + b',""'
+    path.write_bytes(b"\r\n".join(lines))
+    with pytest.raises(InputError, match=r"line 22: CSV is not UTF-8 text \(invalid start byte\)"):
+        documents(path, 2)
+
+
+def test_csv_to_a_text_stdout_keeps_its_line_ends(fx: Path, tmp_path: Path) -> None:
+    """stdout without a byte buffer (an embedding host, a test): CRLF rows and a \\r in a name
+    come through as written."""
+    path = export(fx, tmp_path / "cr.csv", rows=3, edit={1: ("Kernel Name", "a\rb")})
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["analyze", str(path), "--format", "csv"]) == 0
+    text = out.getvalue()
+    assert text.count("\r\n") == 4
+    assert [r["name_full"] for r in csv.DictReader(io.StringIO(text, newline=""))] == ["kernel_0", "a\rb", "kernel_2"]
+
+
+@pytest.mark.parametrize("after", [0.02, 0.05])
+def test_ctrl_c_while_workers_start_is_one_line(fx: Path, tmp_path: Path, after: float) -> None:
+    """Ctrl-C reaches the terminal's whole process group, workers still importing included (20-80 ms
+    after one appears, here): they hold it blocked until they ignore it, so none prints a traceback."""
+    path = export(fx, tmp_path / "big.csv", rows=6000)
+    mark = f"KS_TEST_{uuid.uuid4().hex}"
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, mark: "1"})
+    deadline = time.monotonic() + 30
+    while not any(b"spawn_main" in _cmdline(p) for p in _marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(after)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err.decode().strip().splitlines()[-1:]) == (130, b"", ["kernelscope: interrupted"])
+    assert "Traceback" not in err.decode(), err.decode()[-2000:]

@@ -91,7 +91,7 @@ def emit_file(spool: IO[bytes]) -> None:
         for block in iter(lambda: spool.read(1 << 20), b""):
             emit(block)
     else:
-        text = io.TextIOWrapper(spool, encoding="utf-8")
+        text = io.TextIOWrapper(spool, encoding="utf-8", newline="")  # as written: CRLF rows, a \r in a name
         for chunk in iter(lambda: text.read(1 << 20), ""):
             emit(chunk)
 

@@ -48,8 +48,12 @@ def load(paths: Inputs, kernel: str | None = None) -> list[KernelRecord]:
 
 
 def load_iter(paths: Inputs, kernel: str | None = None) -> Iterator[KernelRecord]:
-    matcher = kernel_matcher(kernel)
-    return (r for r in map(derive, iter_inputs(as_paths(paths))) if selected(r, matcher))
+    return records_of(iter_inputs(as_paths(paths)), kernel_matcher(kernel))
+
+
+def records_of(raws: Iterable[RawKernel], matcher: re.Pattern[str] | str | None) -> Iterator[KernelRecord]:
+    """The launches the --kernel matcher selects, as records."""
+    return (r for r in map(derive, raws) if selected(r, matcher))
 
 
 def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
@@ -92,9 +96,7 @@ class Judge:
 
     def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
         """The selected launches among `raws`, judged one at a time as they are read."""
-        for rec in map(derive, raws):
-            if selected(rec, self.matcher):
-                yield self.one(rec)
+        return map(self.one, records_of(raws, self.matcher))
 
     def one(self, rec: KernelRecord) -> Assessment:
         a = assess(rec, self.table.pick(rec.device, self.hw))

@@ -69,7 +69,7 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
             check_ncu_rep_framing(fh, shown)
         yield from ncu_rep.read(path, shown)
     elif kind == "csv":
-        with csv_pages.utf8(shown), path.open(encoding="utf-8-sig", newline="") as fh:
+        with path.open(encoding="utf-8-sig", errors=csv_pages.TEXT_ERRORS, newline="") as fh:
             yield from csv_pages.read(fh, shown)
     elif kind == "gzip":
         raise InputError(shown, "gzip inside gzip")

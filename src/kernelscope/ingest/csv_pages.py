@@ -16,7 +16,6 @@ import csv
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from itertools import compress
 from operator import itemgetter, mul
 from typing import cast
@@ -59,13 +58,18 @@ DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 FIELD_LIMIT = csv.field_size_limit()  # a longer line may hold a longer field: the csv module refuses it
 
 
-@contextmanager
-def utf8(source: str) -> Iterator[None]:
-    """Bad UTF-8 met while reading the CSV, as one InputError."""
-    try:
-        yield
-    except UnicodeDecodeError as exc:
-        raise InputError(source, f"CSV is not UTF-8 text ({exc.reason})") from exc
+# How CSV text is read: bytes that are not UTF-8 come through as surrogates and are refused a line
+# at a time (records), so a whole-file read and a part's read (ingest/parts.py) name the same line
+# whatever the decoder's chunks; the BOM of a first line is dropped where the file starts.
+TEXT_ERRORS = "surrogateescape"
+
+
+def _utf8(line: str, number: int, source: str) -> None:
+    if not line.isascii():  # O(1) for a str; only a line with non-ASCII text is checked
+        try:
+            line.encode("utf-8", TEXT_ERRORS).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(source, f"line {number}: CSV is not UTF-8 text ({exc.reason})") from None
 
 
 class NotSimple(Exception):
@@ -80,6 +84,7 @@ def records(lines: Iterable[str], source: str, first_line: int = 1,
     number = first_line - 1
     for line in it:
         number += 1
+        _utf8(line, number, source)
         body = line.rstrip("\r\n")
         if not body:
             continue
@@ -91,7 +96,7 @@ def records(lines: Iterable[str], source: str, first_line: int = 1,
         if strict:
             raise NotSimple(f"{source}: line {number}")
         start = number
-        counted = _Counting(itertools.chain([line], it))  # the csv module pulls the lines it needs from `it`
+        counted = _Counting(line, it, number, source)  # the csv module pulls the lines it needs from `it`
         try:
             fields = next(csv.reader(counted))
         except csv.Error as exc:
@@ -101,16 +106,19 @@ def records(lines: Iterable[str], source: str, first_line: int = 1,
 
 
 class _Counting:
-    """An iterator of lines that counts what the csv module pulled from it (a quoted field may span lines)."""
+    """The lines of one record for the csv module, from `first` (checked already) on: it counts what
+    the module pulled (a quoted field may span lines), and checks each further line's text."""
 
-    def __init__(self, lines: Iterator[str]) -> None:
-        self.inner, self.lines = lines, 0
+    def __init__(self, first: str, rest: Iterator[str], number: int, source: str) -> None:
+        self.inner, self.lines, self.number, self.source = itertools.chain([first], rest), 0, number, source
 
     def __iter__(self) -> _Counting:
         return self
 
     def __next__(self) -> str:
         line = next(self.inner)
+        if self.lines:
+            _utf8(line, self.number + self.lines, self.source)
         self.lines += 1
         return line
 

@@ -41,12 +41,13 @@ class CsvSplit:
         return len(self.bounds) - 1
 
     def read_part(self, i: int) -> Iterator[RawKernel]:
-        """The launches of part i, each line one record or csv_pages.NotSimple; bad UTF-8 raises
-        UnicodeDecodeError, a malformed row InputError (its line number counted from the part)."""
+        """The launches of part i, each line one record or csv_pages.NotSimple; bad UTF-8 or a
+        malformed row raises InputError (its line number counted from the part)."""
         with self.path.open("rb") as fh:
             fh.seek(self.bounds[i])
             data = fh.read(self.bounds[i + 1] - self.bounds[i])
-        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")  # as the whole-file read splits
+        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=csv_pages.TEXT_ERRORS,
+                                 newline="")  # as the whole-file read splits and decodes
         shown = str(self.path)
         yield from csv_pages.read_raw(self.header, csv_pages.records(lines, shown, strict=True), shown, self.units)
 
@@ -56,11 +57,10 @@ class CsvSplit:
         shown = str(self.path)
         with self.path.open("rb") as fh:
             line = 1 + _lines(fh, self.bounds[i])
-            text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-            with csv_pages.utf8(shown):
-                for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
-                    seen += 1
-                    yield raw
+            text = io.TextIOWrapper(fh, encoding="utf-8", errors=csv_pages.TEXT_ERRORS, newline="")
+            for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
+                seen += 1
+                yield raw
         if not seen:
             raise InputError(shown, NO_LAUNCHES)
 
@@ -140,11 +140,10 @@ def _bounds(path: Path, start: int, size: int, part_bytes: int) -> list[int]:
 
 def _lines(fh: BinaryIO, end: int) -> int:
     """Line ends in the first `end` bytes as the text reader splits lines (\\n, \\r\\n or \\r),
-    leaving the file at `end`."""
-    count = 0
+    leaving the file at `end`; a \\r\\n cut by a block's end is one."""
+    count, after_cr = 0, False
     while fh.tell() < end:
         block = fh.read(min(1 << 20, end - fh.tell()))
-        if block.endswith(b"\r") and fh.tell() < end:  # keep a \r\n pair in one block
-            block += fh.read(1)
-        count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n") - (after_cr and block[:1] == b"\n")
+        after_cr = block.endswith(b"\r")
     return count

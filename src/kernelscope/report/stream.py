@@ -126,7 +126,7 @@ def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, 
     read strictly, the rest of the file is read here in one stream (ingest/parts.py)."""
     todo = iter(range(cut.parts))
     flying: deque[Future[tuple[Chunk, int] | None]] = deque(
-        pool.submit(_part, judge, cut, i, rows) for i in islice(todo, window))
+        _submit(pool, judge, cut, i, rows) for i in islice(todo, window))
     seen = 0
     for i in range(cut.parts):
         done = _result(flying.popleft(), cut)
@@ -135,12 +135,26 @@ def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, 
                 f.cancel()
             yield from _here(judge, cut.read_from(i, seen), rows)
             return
-        flying.extend(pool.submit(_part, judge, cut, j, rows) for j in islice(todo, 1))
+        flying.extend(_submit(pool, judge, cut, j, rows) for j in islice(todo, 1))
         chunk, read = done
         seen += read
         yield chunk
     if not seen:
         raise InputError(cut.path, NO_LAUNCHES)
+
+
+def _submit(pool: ProcessPoolExecutor, judge: Judge, cut: Split, i: int, rows: bool
+            ) -> Future[tuple[Chunk, int] | None]:
+    """Part i to the pool, with SIGINT blocked here meanwhile: a worker the submit spawns starts with
+    it blocked (exec keeps the mask), so a Ctrl-C to the terminal's process group while it starts
+    up waits until it ignores SIGINT, rather than print a traceback from the worker."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return pool.submit(_part, judge, cut, i, rows)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return pool.submit(_part, judge, cut, i, rows)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _result(future: Future[tuple[Chunk, int] | None], cut: Split) -> tuple[Chunk, int] | None:
@@ -167,7 +181,7 @@ def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | N
 
     try:
         return encode(judge(counted()), rows), read
-    except (NotSimple, InputError, UnicodeDecodeError):
+    except (NotSimple, InputError):
         return None
 
 
@@ -175,6 +189,8 @@ def _worker_start(parent: int) -> None:
     """In a worker: Ctrl-C is the parent's to handle, and a worker whose parent is gone (SIGKILL,
     an OOM kill) exits within a second rather than wait on a pipe for ever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by _submit, now ignored
     threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
 
 

@@ -42,13 +42,14 @@ class Chunk:
 
 
 def dumps(obj: Any) -> bytes:
-    """JSON text. orjson writes these float-heavy objects ~5x faster than json's C encoder, floats
-    in the same shortest form; it refuses integers past 64 bits (a hostile manifest's), which
-    json writes. NaN never gets here: columns._finite has nulled and noted it."""
+    """JSON text, UTF-8. orjson writes these float-heavy objects ~5x faster than json's C encoder,
+    each float in the shortest digits that read back exactly (its exponents differ: 1e-7 where
+    json writes 1e-07); it refuses integers past 64 bits (a hostile manifest's), which json
+    writes. NaN never gets here: columns._finite has nulled and noted it."""
     try:
         return orjson.dumps(obj)
     except orjson.JSONEncodeError:
-        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
@@ -104,7 +105,7 @@ class CsvSink:
     laid out again."""
 
     def __init__(self, out: IO[bytes]) -> None:
-        self.out = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
+        self.out = out  # bytes, written by hand: a text wrapper left unclosed would close the caller's file
         self.columns: dict[str, int] = {}
         self.spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="")
         self.writer = csv_writer(self.spool)
@@ -128,14 +129,15 @@ class CsvSink:
             self.rows.extend((self.writer.writerow(fields), len(fields)))
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
-        csv_writer(self.out).writerow(list(self.columns))
+        header = io.StringIO()
+        csv_writer(header).writerow(list(self.columns))
+        self.out.write(header.getvalue().encode())
         width = len(self.columns)
         self.spool.seek(0)
         for i in range(0, len(self.rows), 2):
             line = self.spool.read(self.rows[i])
-            self.out.write(line[:-len(CSV_EOL)] + "," * (width - self.rows[i + 1]) + CSV_EOL)
+            self.out.write((line[:-len(CSV_EOL)] + "," * (width - self.rows[i + 1]) + CSV_EOL).encode())
         self.spool.close()
-        self.out.detach()  # the caller's file stays open
 
 
 def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
