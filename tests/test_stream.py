@@ -69,6 +69,13 @@ def documents(path: Path, jobs: int) -> tuple[bytes, bytes]:
     return out[0], out[1]
 
 
+def refused(path: Path, jobs: int) -> str:
+    """The one-line error reading `path` gives."""
+    with pytest.raises(InputError) as caught:
+        documents(path, jobs)
+    return str(caught.value)
+
+
 @pytest.fixture
 def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stream, "PART_BYTES", PART)
@@ -97,11 +104,7 @@ def test_a_bad_row_in_a_late_part_is_the_whole_read_error(fx: Path, tmp_path: Pa
     lines = path.read_bytes().split(b"\r\n")
     lines[27] = lines[27].rsplit(b",", 1)[0]  # launch 25 loses a field
     path.write_bytes(b"\r\n".join(lines))
-    errors = []
-    for jobs in (1, 2):
-        with pytest.raises(InputError) as caught:
-            documents(path, jobs)
-        errors.append(str(caught.value))
+    errors = [refused(path, jobs) for jobs in (1, 2)]
     assert errors[0] == errors[1] and "line 28 has 1477 fields, the header has 1478" in errors[0]
 
 
@@ -294,11 +297,7 @@ def test_bad_utf8_near_a_bad_row_is_the_same_error(fx: Path, tmp_path: Path, sma
     lines[20] = lines[20].rsplit(b",", 1)[0]  # line 21 loses a field
     lines[21] = lines[21][:1455] + b"\xff" + lines[21][1456:]  # and the next line holds a byte that is not UTF-8
     path.write_bytes(b"\r\n".join(lines))
-    errors = []
-    for jobs in (1, 2):
-        with pytest.raises(InputError) as caught:
-            documents(path, jobs)
-        errors.append(str(caught.value))
+    errors = [refused(path, jobs) for jobs in (1, 2)]
     assert errors[0] == errors[1] and errors[0].endswith("line 21 has 1477 fields, the header has 1478")
     lines[20] = lines[20] + b',""'
     path.write_bytes(b"\r\n".join(lines))
