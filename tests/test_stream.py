@@ -226,22 +226,33 @@ def test_csv_lines_of_other_layouts_are_laid_out_again(fx: Path) -> None:
     assert to_json_and_csv(items, {})[1].decode() == expected.getvalue()
 
 
-@pytest.mark.parametrize(("files", "quota"), [
-    ({"cpu.max": "250000 100000\n"}, 3),  # cgroup v2: 2.5 CPUs
-    ({"cpu.max": "max 100000\n"}, None),
-    ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 2),  # cgroup v1
-    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
-    ({"cpu.max": "garbage"}, None),
-    ({}, None),
+V2_ROOT, V1_ROOT = "0::/\n", "5:cpu,cpuacct:/\n1:name=systemd:/\n"
+
+
+@pytest.mark.parametrize(("files", "membership", "quota"), [
+    ({"cpu.max": "250000 100000\n"}, V2_ROOT, 3),  # cgroup v2, a container's own namespace: 2.5 CPUs
+    ({"cpu.max": "max 100000\n"}, V2_ROOT, None),
+    ({"app.slice/cpu.max": "150000 100000\n", "app.slice/run/cpu.max": "max 100000\n"},
+     "0::/app.slice/run\n", 2),  # a systemd slice above the process sets it
+    ({"kube/pod/cpu.max": "400000 100000\n", "kube/pod/c1/cpu.max": "200000 100000\n"}, "0::/kube/pod/c1\n", 2),
+    ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"}, V1_ROOT, 2),  # cgroup v1
+    ({"cpu/docker/x/cpu.cfs_quota_us": "50000\n", "cpu/docker/x/cpu.cfs_period_us": "100000\n"},
+     "5:cpu,cpuacct:/docker/x\n", 1),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, V1_ROOT, None),
+    ({"cpu.max": "garbage"}, V2_ROOT, None),
+    ({}, "0::/gone\n", None),
 ])
-def test_default_jobs_keep_to_the_container_quota(tmp_path: Path, files: dict[str, str], quota: int | None) -> None:
-    """A pod limited to a few CPUs on a large node starts that many workers, not one a host core."""
+def test_default_jobs_keep_to_the_cgroup_quota(tmp_path: Path, files: dict[str, str], membership: str,
+                                               quota: int | None) -> None:
+    """A pod or slice limited to a few CPUs on a large node starts that many workers, not one a core."""
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert stream.cpu_quota(tmp_path) == quota
+    assert stream.cpu_quota(tmp_path, membership) == quota
+    (tmp_path / "self-cgroup").write_text(membership)
     cpus = len(os.sched_getaffinity(0))
-    assert stream.default_jobs(tmp_path) == min(cpus, quota or cpus, stream.MAX_JOBS)
+    assert stream.default_jobs(tmp_path, tmp_path / "self-cgroup") == min(cpus, quota or cpus, stream.MAX_JOBS)
+
 
 
 @pytest.mark.parametrize("name", ['say "hi",\r\nthen\n"go"', "a\rb", "\n", " lead, trail "])

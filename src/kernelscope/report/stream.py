@@ -42,26 +42,46 @@ MAX_JOBS = 16  # the writing process spends ~13 µs a launch: past ~16 workers (
 CHUNK = 256  # launches a chunk when read here
 
 
-def default_jobs(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
-    """Workers by default: the CPUs this process may run on, within its container's CPU quota (a pod
+def default_jobs(cgroup: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/proc/self/cgroup")) -> int:
+    """Workers by default: the CPUs this process may run on, within its cgroup's CPU quota (a pod
     limited to 2 CPUs on a 128-core node gets 2), and at most MAX_JOBS."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cpus, cpu_quota(cgroup) or cpus, MAX_JOBS))
+    try:
+        quota = cpu_quota(cgroup, membership.read_text())
+    except OSError:
+        quota = None
+    return max(1, min(cpus, quota or cpus, MAX_JOBS))
 
 
-def cpu_quota(cgroup: Path) -> int | None:
-    """The CPU quota of this process's cgroup, rounded up (v2 cpu.max, v1 cpu.cfs_quota_us); None
-    when there is none or it cannot be read."""
-    for quota_file, period_file in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
-        try:
-            text = (cgroup / quota_file).read_text().split()
-            quota, period = (text[0], text[1]) if period_file is None else \
-                (text[0], (cgroup / period_file).read_text().strip())
-            if quota not in ("max", "-1") and int(period) > 0:
-                return -(-int(quota) // int(period))
-        except (OSError, ValueError, IndexError):
+def cpu_quota(cgroup: Path, membership: str) -> int | None:
+    """The tightest CPU quota, rounded up, on this process's cgroup and every cgroup above it (a
+    systemd slice's, a pod's), as /proc/self/cgroup (`membership`) names them: v2's cpu.max, v1's
+    cpu.cfs_quota_us over cpu.cfs_period_us. None when none is set or none can be read. In a
+    container with its own cgroup namespace its cgroup is the mount's root."""
+    quotas = []
+    for line in membership.splitlines():
+        _, controllers, rel = (line.split(":", 2) + ["", ""])[:3]
+        if controllers and "cpu" not in controllers.split(","):
             continue
-    return None
+        base = cgroup if not controllers else cgroup / "cpu"
+        where = base / rel.strip("/")
+        for level in (where, *where.parents):
+            quotas.append(_quota(level, v2=not controllers))
+            if level == base:
+                break
+    found = [q for q in quotas if q is not None]
+    return min(found) if found else None
+
+
+def _quota(level: Path, v2: bool) -> int | None:
+    try:
+        if v2:
+            quota, period = (level / "cpu.max").read_text().split()[:2]
+        else:
+            quota, period = ((level / f).read_text().strip() for f in ("cpu.cfs_quota_us", "cpu.cfs_period_us"))
+        return -(-int(quota) // int(period)) if quota not in ("max", "-1") and int(period) > 0 else None
+    except (OSError, ValueError):
+        return None
 
 
 def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False) -> Iterator[Chunk]:
