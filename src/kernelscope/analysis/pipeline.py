@@ -129,19 +129,6 @@ def judge_for(
     return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel)), found
 
 
-def judged(
-    paths: Inputs,
-    kernel: str | None = None,
-    hw: str | None = None,
-    ceilings: str | os.PathLike[str] | None = None,
-    achievable: str | os.PathLike[str] | None = None,
-) -> tuple[Iterator[Assessment], CeilingsFile]:
-    """The ceilings, and the launches judged one at a time as they are read: a writer can drop
-    each Assessment once written, so memory stays flat however many launches the inputs hold."""
-    judge, _ = judge_for(paths, kernel, hw, ceilings, achievable)
-    return judge(iter_inputs(as_paths(paths))), judge.table
-
-
 def analyze(
     paths: Inputs,
     kernel: str | None = None,
@@ -152,5 +139,5 @@ def analyze(
     """Records placed against the ceilings of their device (or of `hw` for all of them); with
     `achievable` (e.g. `kernelscope ceilings measure` output) also against measured ceilings, side
     by side; kernels from a harness bundle also carry counted-vs-analytic work."""
-    items, table = judged(paths, kernel, hw, ceilings, achievable)
-    return list(items), table
+    judge, _ = judge_for(paths, kernel, hw, ceilings, achievable)
+    return list(judge(iter_inputs(as_paths(paths)))), judge.table
