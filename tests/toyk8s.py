@@ -16,6 +16,7 @@ FAKE_NCU = "/fakencu-bin/ncu"
 def fake_ncu_configmap(ns: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fakencu", "namespace": ns},
             "data": {"ncu": (HERE / "fake-ncu.sh").read_text(),
+                     "ncu-options.sh": (HERE / "ncu-options.sh").read_text(),
                      "report.b64": base64.b64encode(REPORT.read_bytes()).decode()}}
 
 
@@ -32,7 +33,8 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
         "resources": {"limits": {"nvidia.com/gpu": "2"}},
         "volumeMounts": [{"name": "fakebin", "mountPath": "/fakencu-bin"}, {"name": "shm", "mountPath": "/dev/shm"}],
     }
-    install = "cp /fakencu/ncu /fakencu/report.b64 /fakencu-bin/ && chmod 755 /fakencu-bin/ncu && mkdir -p /www"
+    install = ("cp /fakencu/ncu /fakencu/ncu-options.sh /fakencu/report.b64 /fakencu-bin/ && chmod 755 /fakencu-bin/ncu"
+               " && mkdir -p /www")
     init = {"name": "install-fake-ncu", "image": "busybox",
             "command": ["sh", "-c", "exit 1" if init_fails else install],
             "volumeMounts": [{"name": "fakencu", "mountPath": "/fakencu"},

@@ -10,16 +10,7 @@ case " $* " in
     if [ "$FAKE_NCU_IMPORT_FAILS" = 1 ]; then exit 1; fi
     printf '"ID","Kernel Name"\n"",""\n"0","nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT"\n'; exit 0;;
 esac
-out=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o) out="$2"; shift 2;;
-    --launch-count|--launch-skip|--kernel-name|--kernel-name-base|--metrics|--section|--set|--clock-control|\
-    --target-processes|--replay-mode|--graph-profiling|--filter-mode|--profile-from-start|--port|--hostname|--mode) shift 2;;
-    -f|--forward-signals) shift;;
-    *) break;;
-  esac
-done
+. "$here/ncu-options.sh"  # sets $out, leaves the program in "$@"
 echo "==PROF== Connected to process $$"
 if [ "$FAKE_NCU_ERROR" = 1 ]; then echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters"; sleep 3600; fi
 sleep "${FAKE_NCU_DELAY:-2}"

@@ -9,16 +9,7 @@ case " $* " in
   *" --help "*) cat "$fx/ncu-output/ncu-2025.3.1-help.txt"; exit 0;;
   *" --import "*) cat "$fx/decode_gemm-raw.csv"; exit 0;;
 esac
-out=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o) out="$2"; shift 2;;
-    --launch-count|--launch-skip|--kernel-name|--kernel-name-base|--metrics|--section|--set|--clock-control|\
-    --target-processes|--replay-mode|--graph-profiling|--filter-mode|--profile-from-start|--port|--hostname|--mode) shift 2;;
-    -f|--forward-signals) shift;;
-    *) break;;
-  esac
-done
+. "$(dirname "$0")/../k8s/ncu-options.sh"  # sets $out, leaves the program in "$@"
 echo "==PROF== Connected to process $$"
 "$@"
 echo '==PROF== Profiling "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT": 0%....50%....100% - 9 passes'
