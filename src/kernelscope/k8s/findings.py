@@ -24,6 +24,11 @@ def as_int(text: Any, default: int = 0) -> int:
         return default
 
 
+def named(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """The container of a pod spec (a template's or an admitted pod's) by name; {} when it has none."""
+    return next((c for c in spec.get("containers") or [] if c.get("name") == name), {})
+
+
 def gpu_request(container: dict[str, Any]) -> int:
     res = container.get("resources") or {}
     for part in ("limits", "requests"):

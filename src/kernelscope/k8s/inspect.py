@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
-from .findings import GPU, Finding, Level, as_int, gpu_request
+from .findings import GPU, Finding, Level, as_int, gpu_request, named
 from .kubectl import Kube, check_name
 from .preflight import preflight
 
@@ -100,8 +100,8 @@ def gpu_container(spec: dict[str, Any], explicit: str | None) -> dict[str, Any]:
     """The container that runs the model: the one named, else the one asking for nvidia.com/gpu."""
     containers: list[dict[str, Any]] = spec.get("containers") or []
     if explicit:
-        found = next((c for c in containers if c.get("name") == explicit), None)
-        if found is None:
+        found = named(spec, explicit)
+        if not found:
             listed = ", ".join(c.get("name", "?") for c in containers)
             raise KubeError(f"no container {explicit!r} (containers: {listed})")
         return found
@@ -177,9 +177,7 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
     template_env = _env_names(cont)
     admitted: dict[str, str] = {}
     if pod is not None:
-        live: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", [])
-                                     if c.get("name") == ins.container), {})
-        admitted = _env_names(live)
+        admitted = _env_names(named(pod.get("spec", {}), ins.container))
     injected = {k: v for k, v in {**template_env, **admitted}.items() if k == INJECTION_ENV}
     if injected:
         where = "pod template" if INJECTION_ENV in template_env else "running pod (added at admission, e.g. a webhook)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .findings import GPU, Finding, as_int, gpu_request
+from .findings import GPU, Finding, as_int, gpu_request, named
 from .kubectl import Kube
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def dcgm(kube: Kube, node: str | None) -> list[Finding]:
 def counters(ins: Inspection, grant_cap: bool) -> list[Finding]:
     """Reading GPU counters needs root or CAP_SYS_ADMIN unless the node's driver allows everyone
     (NVreg_RestrictProfilingToAdminUsers=0); ncu otherwise fails with ERR_NVGPUCTRPERM."""
-    cont = next(c for c in ins.template["spec"]["containers"] if c.get("name") == ins.container)
+    cont = named(ins.template["spec"], ins.container)
     ctx = {**(ins.template["spec"].get("securityContext") or {}), **(cont.get("securityContext") or {})}
     caps = (ctx.get("capabilities") or {}).get("add") or []
     user = ctx.get("runAsUser")

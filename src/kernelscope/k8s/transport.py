@@ -29,6 +29,7 @@ from ..errors import KubeError
 from ..manifest import GpuFacts, Transport
 from ..ncu.argv import launch_argv
 from . import sister, watch
+from .findings import named
 from .inspect import INJECTION_ENV, Inspection
 from .kubectl import Kube, Step
 
@@ -168,8 +169,7 @@ class PodTransport:
     def _ready(self, progress: Progress, t0: float) -> None:
         """Once Ready: the admitted pod must not carry another profiler's injection; note the GPU."""
         pod = self.kube.get_json("pod", self.pod or "", check=False)
-        gpu: dict[str, Any] = next((c for c in pod.get("spec", {}).get("containers", [])
-                                    if c.get("name") == self.ins.container), {})
+        gpu = named(pod.get("spec", {}), self.ins.container)
         injected = [e for e in gpu.get("env") or [] if e.get("name") == INJECTION_ENV]
         if injected and self.strategy != "direct":
             raise KubeError(f"the admitted sister carries {INJECTION_ENV} (added at admission, e.g. by a profiler's "
