@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
-from .analysis.pipeline import analyze as analyze_inputs
-from .analysis.pipeline import bundles, judge_for
+from .analysis.pipeline import judge_for
 from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
+from .ingest import iter_inputs
 from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
 from .typed import plain
@@ -97,11 +97,12 @@ def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysi
     """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
     regex that would have matched, when the exact name is part of a kernel's name)."""
     progress(f"reading and judging {len(req.inputs)} input(s)")
-    items, table = analyze_inputs(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
-                                  achievable=req.achievable)
+    judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
+                                 achievable=req.achievable)
+    items = list(judge(iter_inputs(list(req.inputs))))
     if not items:
         _no_match(req)
-    return Analysis(req, items, table, bundles(list(req.inputs)))
+    return Analysis(req, items, judge.table, manifests)
 
 
 def _no_match(req: AnalyzeRequest) -> NoReturn:
