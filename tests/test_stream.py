@@ -21,8 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kernelscope import app
+from kernelscope import app, columns
 from kernelscope.analysis.groups import Tally
 from kernelscope.analysis.pipeline import analyze
 from kernelscope.cli import main
@@ -31,7 +33,7 @@ from kernelscope.errors import InputError
 from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
-from kernelscope.report.writers import to_json_and_csv
+from kernelscope.report.writers import csv_line, to_json_and_csv
 
 BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
 PART = 40_000  # bytes: three or four launches of a full raw export a part
@@ -210,20 +212,48 @@ def test_a_damaged_export_reads_the_same_in_parts(fx: Path, tmp_path: Path, smal
     assert outcomes[0] == outcomes[1]
 
 
-def test_csv_lines_of_other_layouts_are_laid_out_again(fx: Path) -> None:
-    """Kernels whose flat columns differ (another metric set, a runner-up or none): the CSV is what
-    csv.DictWriter writes over every row with the columns in order of first appearance."""
-    items = analyze([fx / "gemm_basic.ncu-rep", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-details.csv",
-                     fx / "attention_cudnn.ncu-rep", fx / "gemm_basic.ncu-rep"], hw="h200-sxm")[0]
-    rows = [flatten(kernel_object(a)) for a in items]
-    header = list(dict.fromkeys(name for r in rows for name in r))
-    layouts = {tuple(r) for r in rows}
-    assert len(layouts) >= 3 and any(list(names) != header[:len(names)] for names in layouts)  # some laid out again
-    expected = io.StringIO()
-    writer = csv.DictWriter(expected, header, lineterminator="\r\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    assert to_json_and_csv(items, {})[1].decode() == expected.getvalue()
+def _as_written(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def test_csv_has_the_spec_columns_for_every_kernel(fx: Path) -> None:
+    """Kernels of other metric sets, a runner-up or none, a harness op's analytic work and measured
+    ceilings: every key of every map is one of the spec's, the header is FLAT whatever the inputs,
+    and each field reads back as its value (a number exactly)."""
+    paths = [fx / "gemm_basic.ncu-rep", fx / "gemm_bf16.ncu-rep", fx / "attention_cudnn.ncu-rep",
+             fx / "bundle_attn_causal"]
+    items = (analyze(paths, hw="h200-sxm", achievable=fx / "measured-ceilings-h200.yaml")[0]
+             + analyze(fx / "decode_gemm-details.csv", hw="h200-sxm")[0])  # no device named: no measured ceilings
+    objs = [kernel_object(a) for a in items]
+    for c in columns.COLUMNS:
+        if c.kind == "map":
+            keys = {k for o in objs if o[c.name] is not None for k in o[c.name]}
+            assert keys and keys <= {k for k, _ in c.keys}, c.name
+    text = to_json_and_csv(items, {})[1].decode()
+    header, *rows = csv.reader(io.StringIO(text, newline=""))
+    assert tuple(header) == columns.FLAT and len(rows) == len(objs)
+    for obj, row in zip(objs, rows, strict=True):
+        flat = flatten(obj)
+        assert tuple(flat) == columns.FLAT
+        for (name, value), field in zip(flat.items(), row, strict=True):
+            assert (float(field) == value) if type(value) is float else field == _as_written(value), name
+
+
+TEXT = st.text(alphabet=st.sampled_from('ab,"\\\r\n\t\x00 nultrefas|é€\u2028'))
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2 ** 70), 2 ** 70),
+                   st.floats(allow_nan=False, allow_infinity=False), TEXT,
+                   st.sampled_from(["null", "true", "false", "a,null,b", " | "]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(VALUES, min_size=2))
+def test_csv_line_reads_back_as_the_values(values: list[object]) -> None:
+    """Any row the fast path writes (or hands to the csv module) reads back field for field: text
+    holding quotes, commas, line ends, backslashes or the words null/true/false, numbers exactly
+    (rows of two fields or more, as a kernel's row is)."""
+    back = next(csv.reader(io.StringIO(csv_line(values).decode(), newline="")))
+    for value, field in zip(values, back, strict=True):
+        assert (float(field) == value) if type(value) is float else field == _as_written(value)
 
 
 V2_ROOT, V1_ROOT = "0::/\n", "5:cpu,cpuacct:/\n1:name=systemd:/\n"

@@ -13,11 +13,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from . import catalogue as C
 from . import typed
 from .analysis.categories import categorize
-from .model import Assessment, KernelRecord
+from .model import Assessment, KernelRecord, Limiter, Provenance
 
 SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
 Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
@@ -31,6 +32,25 @@ class Column:
     doc: str
     get: Callable[[Any], Any]  # of a KernelRecord (record columns) or an Assessment (the rest)
     nullable: bool = True
+    keys: tuple[tuple[str, Kind], ...] = ()  # a map's every key and its kind: its flat columns, `name.key`
+
+
+def _kind_of(hint: Any) -> Kind:
+    """A field's type hint as a column kind: `float | None` is a number, a Literal is text."""
+    if get_origin(hint) is Literal:
+        return "text"
+    types = set(get_args(hint) or (hint,)) - {type(None)}
+    return "boolean" if bool in types else "number" if float in types else "integer" if int in types else "text"
+
+
+def _keys_of(cls: type) -> tuple[tuple[str, Kind], ...]:
+    """A dataclass's fields as a map column's keys, each of its field's kind."""
+    hints = get_type_hints(cls)
+    return tuple((f.name, _kind_of(hints[f.name])) for f in fields(cls))
+
+
+def _numbers(*keys: str) -> tuple[tuple[str, Kind], ...]:
+    return tuple((k, "number") for k in keys)
 
 
 def binding_sol(a: Assessment) -> tuple[float | None, str | None]:
@@ -87,7 +107,7 @@ RECORD: tuple[Column, ...] = (
     Column("block", "text", "", "block dimensions (x, y, z)", _r("block")),
     _num("duration_ns", "ns", "gpu__time_duration.sum of this launch"),
     Column("flops", "map", "FLOP per launch (int8: OP)", "work by precision class, with total; null when no "
-           "FLOP counter was collected", _flops),
+           "FLOP counter was collected", _flops, keys=_numbers("total", *C.TENSOR_FLOPS, *C.SIMT_FLOPS)),
     Column("flops_missing", "list", "", "precision classes whose counters were not collected",
            lambda r: list(r.flops_missing), nullable=False),
     Column("dominant_precision", "text", "", "precision class holding most FLOP", _r("dominant_precision")),
@@ -107,7 +127,7 @@ RECORD: tuple[Column, ...] = (
     _num("l2_throughput_pct", "% of peak", "ncu L2 Cache Throughput"),
     _num("tensor_pipe_active_pct", "% of peak", "tensor pipe active cycles"),
     Column("pipe_busy", "map", "% of peak while SM active", "busy share per SM pipe (fma, alu, fp64, xu, lsu, "
-           "tensor)", _map("pipe_busy")),
+           "tensor)", _map("pipe_busy"), keys=_numbers(*C.PIPES, "tensor")),
     _num("achieved_occupancy_pct", "% of max warps", "achieved occupancy"),
     _num("theoretical_occupancy_pct", "% of max warps", "theoretical occupancy"),
     _num("achieved_active_warps_per_sm", "warp", "achieved active warps per SM"),
@@ -118,11 +138,13 @@ RECORD: tuple[Column, ...] = (
     _num("shared_mem_driver_bytes", "byte", "shared memory the driver reserves per block"),
     Column("occupancy_limiter", "text", "", "what limits blocks per SM (registers, shared_mem, warps, blocks)",
            _r("occupancy_limiter")),
-    Column("block_limits", "map", "blocks per SM", "blocks per SM each resource allows", _map("block_limits")),
+    Column("block_limits", "map", "blocks per SM", "blocks per SM each resource allows", _map("block_limits"),
+           keys=_numbers(*C.BLOCK_LIMITS)),
     _num("waves_per_sm", "waves", "launch waves per SM"),
     _num("branch_divergence_pct", "% of branch targets", "branch targets not uniform across the warp"),
     _num("simt_efficiency_pct", "% of 32 threads", "active threads per executed instruction"),
-    Column("warp_stalls", "map", "% of stalled warp-cycles", "stall reasons, sums to 100", _map("warp_stalls")),
+    Column("warp_stalls", "map", "% of stalled warp-cycles", "stall reasons, sums to 100", _map("warp_stalls"),
+           keys=_numbers(*C.STALLS)),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",
            lambda r: [_fields(x) for x in r.ncu_rules], nullable=False),
     Column("notes", "list", "", "how figures were derived where it matters", lambda r: list(r.notes),
@@ -144,13 +166,15 @@ PLACED: tuple[Column, ...] = (
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
     Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
            "(tensor, simt, hbm, l2, pipe, issue, latency, launch, grid, unmeasured), key, name, pct at the measured "
-           "clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False),
+           "clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False,
+           keys=_keys_of(Limiter)),
     Column("runner_up", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "the next roof (the nearest "
-           "one when latency is named), as limiter", lambda a: None if a.runner_up is None else _fields(a.runner_up)),
+           "one when latency is named), as limiter", lambda a: None if a.runner_up is None else _fields(a.runner_up),
+           keys=_keys_of(Limiter)),
     Column("evidence", "list", "", "the figures that decided, with units", lambda a: list(a.evidence),
            nullable=False),
     Column("provenance", "map", "", "who owns the code (library, open, user), its family, warp_specialised, "
-           "and what matched", lambda a: _fields(a.provenance), nullable=False),
+           "and what matched", lambda a: _fields(a.provenance), nullable=False, keys=_keys_of(Provenance)),
     Column("ncu_bottleneck", "text", "", "ncu's own SOLBottleneck title from the report", lambda a: a.ncu.bottleneck),
     Column("ncu_agrees", "boolean", "", "whether ncu's SOLBottleneck agrees with bound; null: nothing to compare",
            lambda a: a.ncu.agrees),
@@ -164,9 +188,13 @@ PLACED: tuple[Column, ...] = (
            "gain, cost, unlock_x (upper-bound speed-up, x)", lambda a: [_fields(lv) for lv in a.next_levers],
            nullable=False),
     Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
-           lambda a: None if a.analytic is None else dict(a.analytic)),
+           lambda a: None if a.analytic is None else dict(a.analytic),
+           keys=(("describe", "text"), *_numbers("flops", "counted_over_analytic_flops", "bytes",
+                                                 "counted_over_analytic_bytes"))),
     Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
-           lambda a: None if a.achievable is None else dict(a.achievable)),
+           lambda a: None if a.achievable is None else dict(a.achievable),
+           keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
+                 ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
     Column("unmeasured", "list", "", "figures whose counters were not collected", _unmeasured, nullable=False),
 )
 COLUMNS: tuple[Column, ...] = RECORD + PLACED
@@ -190,9 +218,16 @@ PERFBENCH_V1: dict[str, str] = {
 }
 
 
+_RECORD_GETS = tuple((c.name, c.get) for c in RECORD)
+_PLACED_GETS = tuple((c.name, c.get) for c in PLACED)
+
+
 def kernel_object(a: Assessment) -> dict[str, Any]:
     """The JSON kernel object: every column, nulls where unmeasured."""
-    return _finite({**{c.name: c.get(a.record) for c in RECORD}, **{c.name: c.get(a) for c in PLACED}})
+    rec = a.record
+    obj = {name: get(rec) for name, get in _RECORD_GETS}
+    obj.update({name: get(a) for name, get in _PLACED_GETS})
+    return _finite(obj)
 
 
 def value(a: Assessment, name: str) -> Any:
@@ -208,13 +243,11 @@ def record_object(rec: KernelRecord) -> dict[str, Any]:
 def _finite(obj: dict[str, Any]) -> dict[str, Any]:
     """JSON has no NaN or Infinity: a figure that overflowed (e.g. a ratio over a near-zero duration
     in a hostile report) becomes null, and a note says which and why."""
-    floats = [v for v in obj.values() if type(v) is float]
-    floats += [v for m in obj.values() if type(m) is dict for v in m.values() if type(v) is float]
-    try:
-        if math.isfinite(math.fsum(floats)):  # the common case in one C call
-            return obj
-    except (OverflowError, ValueError):  # huge finite values, or inf - inf: look one by one
-        pass
+    values = obj.values()
+    floats = [v for v in values if type(v) is float]
+    floats += [v for m in values if type(m) is dict for v in m.values() if type(v) is float]
+    if math.isfinite(sum(floats)):  # the common case in one C call; inf, NaN or an overflowing sum: one by one
+        return obj
     bad = []
     for name, value in obj.items():
         if isinstance(value, float) and not math.isfinite(value):
@@ -271,22 +304,65 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
     return typed.build(Assessment, doc, where)
 
 
-def flatten(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """One flat row (CSV, Parquet): maps become `name.key` columns, lists ' | '-joined text
-    (levers and rule results by their first field)."""
-    row: dict[str, Any] = {}
-    for name, value in obj.items():
-        kind = BY_NAME[name].kind if name in BY_NAME else None
-        if kind == "map" or isinstance(value, Mapping):
-            for sub, v in (value or {}).items():
-                row[f"{name}.{sub}"] = v
-            if value is None:
-                row[name] = None
-        elif isinstance(value, list):
-            row[name] = " | ".join(_text(v) for v in value)
+def _flat_names(c: Column) -> tuple[str, ...]:
+    return tuple(f"{c.name}.{key}" for key, _ in c.keys) if c.kind == "map" else (c.name,)
+
+
+# The flat columns (CSV, Parquet, DataFrame), fixed by this spec: a map's every key whether or not a
+# launch has it (a Blackwell FLOP class on a Hopper run is an empty field, never 0), so every file
+# of every run and version has the same header and they concatenate and union by name.
+FLAT: tuple[str, ...] = tuple(n for c in COLUMNS for n in _flat_names(c))
+FLAT_KINDS: dict[str, Kind] = {
+    **{c.name: c.kind for c in COLUMNS if c.kind != "map"},
+    **{f"{c.name}.{key}": kind for c in COLUMNS for key, kind in c.keys},
+}
+
+
+def _plan() -> tuple[tuple[Kind | None, str, tuple[str, ...]], ...]:
+    """How FLAT is read from a kernel object: (None, "", names) a run of plain columns read together,
+    ("map", name, keys) a map's keys, ("list", name, ()) a list joined."""
+    plan: list[tuple[Kind | None, str, tuple[str, ...]]] = []
+    for c in COLUMNS:
+        if c.kind in ("map", "list"):
+            plan.append((c.kind, c.name, tuple(k for k, _ in c.keys)))
+        elif plan and plan[-1][0] is None:
+            plan[-1] = (None, "", (*plan[-1][2], c.name))
         else:
-            row[name] = value
-    return row
+            plan.append((None, "", (c.name,)))
+    return tuple(plan)
+
+
+_PLAN = _plan()
+
+
+def flat_values(obj: Mapping[str, Any]) -> list[Any]:
+    """A kernel object's values in FLAT's columns: a map's `name.key` columns (None where it lacks
+    the key, or is null, or the object lacks the column), a list ' | '-joined text (levers and rule
+    results by their first field). A few dozen steps of C loops: the CSV writer's row."""
+    out: list[Any] = []
+    get = obj.get
+    for kind, name, keys in _PLAN:
+        if kind is None:
+            out.extend(map(get, keys))
+            continue
+        value = get(name)
+        if kind == "map":
+            out.extend(map(value.get, keys) if isinstance(value, dict) else [None] * len(keys))
+        else:
+            out.append(_joined(value) if isinstance(value, list) else value)
+    return out
+
+
+def flatten(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """One flat row (Parquet, a DataFrame): FLAT's columns and flat_values."""
+    return dict(zip(FLAT, flat_values(obj), strict=True))
+
+
+def _joined(items: list[Any]) -> str:
+    try:
+        return " | ".join(items)
+    except TypeError:  # levers and rule results (maps), or numbers
+        return " | ".join(map(_text, items))
 
 
 def _text(value: Any) -> str:

@@ -17,12 +17,11 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any
 
-from ..columns import BY_NAME, flatten
+from ..columns import FLAT_KINDS, flatten
 from ..errors import KernelscopeError
 from ..files import write_file
-from ..model import Limiter, Provenance
 from .cells import swap_in
 from .check import cell_context
 from .store import cells, check_name, load_config
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
     import pyarrow
 
 PARTITION_FILE = "kernels.parquet"
-# map columns whose keys are a dataclass's fields: each key's type is that field's
-MAP_FIELDS: dict[str, type] = {"limiter": Limiter, "runner_up": Limiter, "provenance": Provenance}
 
 
 def cell_rows(cell_id: str, cell: Mapping[str, Any], config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
@@ -46,25 +43,14 @@ def cell_rows(cell_id: str, cell: Mapping[str, Any], config: Mapping[str, Any]) 
         yield {**head, **flatten(k)}
 
 
-def arrow_type(column: str, values: list[Any]) -> pyarrow.DataType:
-    """A flat column's Parquet type from the column spec: its kind, or for a map's key the type of
-    the field it holds; context columns are text; a map key the spec does not type (analytic work)
-    is a double unless it holds text."""
+def arrow_type(column: str) -> pyarrow.DataType:
+    """A flat column's Parquet type from the column spec (columns.FLAT_KINDS): a figure is a double in
+    every file, even where a cell has no value for it; context columns are text."""
     import pyarrow as pa
 
     kinds = {"number": pa.float64(), "integer": pa.int64(), "boolean": pa.bool_(), "text": pa.string(),
              "list": pa.string()}
-    name, _, key = column.partition(".")
-    spec = BY_NAME.get(name)
-    if spec is None or (spec.kind == "map" and not key):
-        return pa.string()  # context columns, and a map's own column (set only when the map is null)
-    if spec.kind != "map":
-        return kinds[spec.kind]
-    owner = MAP_FIELDS.get(name)
-    if owner is not None:
-        hint = str(get_type_hints(owner).get(key, str))
-        return pa.bool_() if "bool" in hint else pa.float64() if "float" in hint else pa.string()
-    return pa.string() if any(isinstance(v, str) for v in values) else pa.float64()
+    return kinds[FLAT_KINDS.get(column, "text")]
 
 
 def table(rows: list[dict[str, Any]]) -> pyarrow.Table:
@@ -72,7 +58,7 @@ def table(rows: list[dict[str, Any]]) -> pyarrow.Table:
 
     names = list(dict.fromkeys(name for row in rows for name in row))
     columns = {n: [row.get(n) for row in rows] for n in names}
-    schema = pa.schema([(n, arrow_type(n, columns[n])) for n in names])
+    schema = pa.schema([(n, arrow_type(n)) for n in names])
     return pa.table(columns, schema=schema)
 
 

@@ -2,18 +2,15 @@
 from the one column spec (kernelscope/columns.py).
 
 Both are written as the launches stream past (`drain`), a chunk at a time: each launch becomes its
-kernel object and its JSON text once, every sink writes it, and it is dropped; only the frontier's
-per-kernel tally (analysis/groups.py) and, for CSV, one length a row are kept. So 100,000 launches
-cost what one does, plus their bytes.
+kernel object and its JSON text (and CSV line) once, every sink writes it, and it is dropped; only
+the frontier's per-kernel tally (analysis/groups.py) is kept. So 100,000 launches cost what one
+does, plus their bytes.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
-import tempfile
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
@@ -22,23 +19,21 @@ import orjson
 
 from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
-from ..columns import SCHEMA_VERSION, UNITS, flatten, kernel_object
+from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
 from .table import CSV_EOL, csv_writer
-
-Row = tuple[tuple[str, ...], str]  # a launch's flat column names (columns.flatten) and its CSV line in that order
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """Launches in input order as the sinks take them: each launch's kernel object encoded once, its
-    CSV line when a CSV is written, and the frontier's tally of them. A worker process makes chunks
-    as this one does (report/stream.py), so the formatting is spread over the workers and what
-    crosses the pipe is text and a few numbers a kernel."""
+    """Launches in input order as the sinks take them: each launch's kernel object encoded once, the
+    CSV lines of them all when a CSV is written, and the frontier's tally of them. A worker process
+    makes chunks as this one does (report/stream.py), so the formatting is spread over the workers
+    and what crosses the pipe is text and a few numbers a kernel."""
 
     kernels: list[bytes]  # each launch's kernel object as JSON
     tally: Tally
-    rows: list[Row] | None = None  # column names shared between rows of one layout (one object each)
+    csv: bytes | None = None  # the launches' CSV lines in FLAT's columns, CRLF-ended
 
 
 def dumps(obj: Any) -> bytes:
@@ -52,25 +47,38 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
+def csv_line(values: list[Any]) -> bytes:
+    """One CSV record, CRLF-ended: numbers as the JSON document writes them, None an empty field,
+    every text field quoted. orjson formats the whole row in one call (the csv module and float
+    repr cost ~100 µs on a kernel's row); where it escaped anything (a quote, a backslash, a
+    control character in a name) or refused a value, the csv module writes the row instead. The
+    JSON text outside its strings holds only numbers, null, true and false, so those tokens are
+    rewritten there alone."""
+    try:
+        text = orjson.dumps(values)
+    except orjson.JSONEncodeError:
+        text = b"\\"
+    if b"\\" in text:
+        buf = io.StringIO()
+        csv_writer(buf).writerow([dumps(v).decode() if type(v) is float else v for v in values])
+        return buf.getvalue().encode()
+    parts = text[1:-1].split(b'"')  # even: between strings; odd: a string's text
+    between = b'"'.join(parts[0::2]).replace(b"null", b"").replace(b"true", b"True").replace(b"false", b"False")
+    parts[0::2] = between.split(b'"')
+    return b'"'.join(parts) + CSV_EOL.encode()
+
+
 def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
     """Launches as a chunk; `rows`: with their CSV lines."""
     kernels, tally = [], Tally()
-    lines: list[Row] | None = [] if rows else None
-    layouts: dict[tuple[str, ...], tuple[str, ...]] = {}
-    text = io.StringIO()
-    writer = csv_writer(text)
+    lines: list[bytes] | None = [] if rows else None
     for a in items:
         obj = kernel_object(a)
         kernels.append(dumps(obj))
         tally.add(a)
         if lines is not None:
-            flat = flatten(obj)
-            names = tuple(flat)
-            text.seek(0)
-            text.truncate()
-            writer.writerow(flat.values())
-            lines.append((layouts.setdefault(names, names), text.getvalue()))
-    return Chunk(kernels, tally, lines)
+            lines.append(csv_line(flat_values(obj)))
+    return Chunk(kernels, tally, None if lines is None else b"".join(lines))
 
 
 class Sink(Protocol):
@@ -98,46 +106,21 @@ class JsonSink:
 
 
 class CsvSink:
-    """Flat CSV: the header is every column any row has, in order of first appearance, so rows
-    wait in a temp file until the last one is known; a row that lacks a later column gets an
-    empty field for it, as csv.DictWriter's would. A chunk's line whose columns fall in that order
-    (the common case: every launch of a kernel has the same) is written as it came; any other is
-    laid out again."""
+    """Flat CSV in the column spec's FLAT columns, the same header for every run: written as the
+    chunks come."""
 
     def __init__(self, out: IO[bytes]) -> None:
-        self.out = out  # bytes, written by hand: a text wrapper left unclosed would close the caller's file
-        self.columns: dict[str, int] = {}
-        self.spool = tempfile.TemporaryFile(mode="w+", encoding="utf-8", newline="")
-        self.writer = csv_writer(self.spool)
-        self.rows = array("q")  # each row's characters and width, in turn: a quoted field may hold a newline
+        header = io.StringIO()
+        csv_writer(header).writerow(FLAT)
+        out.write(header.getvalue().encode())  # bytes: a text wrapper left unclosed would close the caller's file
+        self.out = out
 
     def add(self, chunk: Chunk) -> None:
-        assert chunk.rows is not None, "a chunk for a CSV is encoded with rows"
-        fits: dict[int, bool] = {}  # by the id of a layout, shared by the chunk's rows of that layout
-        for names, line in chunk.rows:
-            if id(names) not in fits:
-                for name in names:
-                    self.columns.setdefault(name, len(self.columns))
-                fits[id(names)] = all(self.columns[name] == i for i, name in enumerate(names))
-            if fits[id(names)]:
-                self.rows.extend((self.spool.write(line), len(names)))
-                continue
-            fields: list[str] = [""] * len(self.columns)
-            parsed = next(csv.reader(io.StringIO(line, newline="")))  # text back to text: exact
-            for name, value in zip(names, parsed, strict=True):
-                fields[self.columns[name]] = value
-            self.rows.extend((self.writer.writerow(fields), len(fields)))
+        assert chunk.csv is not None, "a chunk for a CSV is encoded with rows"
+        self.out.write(chunk.csv)
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
-        header = io.StringIO()
-        csv_writer(header).writerow(list(self.columns))
-        self.out.write(header.getvalue().encode())
-        width = len(self.columns)
-        self.spool.seek(0)
-        for i in range(0, len(self.rows), 2):
-            line = self.spool.read(self.rows[i])
-            self.out.write((line[:-len(CSV_EOL)] + "," * (width - self.rows[i + 1]) + CSV_EOL).encode())
-        self.spool.close()
+        pass
 
 
 def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
