@@ -18,6 +18,7 @@ large raw CSV or report in parts); the .ncu-rep line also splits each side into 
 what it then spends a launch.
 
     taskset -c 0,1 python3 bench/scale.py [--sizes 1000,10000,100000] [--render-sizes 1000,10000,20000]
+    python3 bench/scale.py --cores 2,3,4,8,16   # the largest size again on 2, 3, ... of this machine's CPUs
     python3 bench/scale.py --sizes '' --render-sizes '' --report big.ncu-rep   # the report line alone
 """
 
@@ -33,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -60,11 +60,12 @@ for r in range(ctx.num_ranges()):
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(argv: list[str], out: Path | None = None) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of one process."""
+def run(argv: list[str], out: Path | None = None, cpus: set[int] | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one process; `cpus`: the only CPUs it may use."""
     with open(out or os.devnull, "wb") as sink:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=ENV)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=ENV,
+                                preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus))
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
@@ -116,33 +117,39 @@ def fitted(what: str, points: list[tuple[int, float]]) -> None:
 
 
 def writers(n: int, path: Path, runs: int = 7) -> None:
-    """The writers alone, in this process, µs a kernel, as the stream runs them (each launch's
-    objects fresh from judging it): the JSON text of each launch's kernel object (built, encoded,
-    tallied for the frontier), its CSV line on top (flattened and formatted, in a worker when
-    there are parts), and what the CSV sink then spends on it in the writing process. Each is the
-    best of `runs` passes, less the pass that only judges."""
+    """The writers alone, µs a kernel, as the stream runs them: each launch encoded as soon as it is
+    judged (its objects fresh), timed around the encoding alone. JSON: the kernel object built,
+    encoded and tallied for the frontier; CSV line: flattened and formatted on top (in a worker
+    when there are parts); then what the CSV sink spends on it in the writing process. Best of
+    `runs` passes; a one-launch chunk's own cost (~1 µs) is included."""
     from kernelscope.analysis.pipeline import judge_for
     from kernelscope.ingest import iter_file
     from kernelscope.report.writers import CsvSink, encode
 
     raws = list(islice(iter_file(path), n))
     judge, _ = judge_for([path])
-
-    def best(f: Callable[[], object]) -> float:
-        times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            f()
-            times.append(time.perf_counter() - t0)
-        return 1e6 * min(times) / len(raws)
-
-    judged = best(lambda: list(judge(raws)))
-    as_json = best(lambda: encode(judge(raws)))
-    with_csv = best(lambda: encode(judge(raws), rows=True))
+    clock = time.perf_counter
+    passes = []
+    for _ in range(runs):
+        as_json = with_csv = 0.0
+        for a in judge(raws):
+            t0 = clock()
+            encode([a])
+            t1 = clock()
+            encode([a], rows=True)
+            t2 = clock()
+            as_json, with_csv = as_json + (t1 - t0), with_csv + (t2 - t1)
+        passes.append((as_json, with_csv))
+    as_json, with_csv = min(passes)
     chunk = encode(judge(raws), rows=True)
-    sink = best(lambda: CsvSink(io.BytesIO()).add(chunk))
-    print(f"writers over {len(raws):,} kernels, µs/kernel (best of {runs}): JSON {as_json - judged:.1f}; "
-          f"CSV line {with_csv - as_json:.1f} more; CSV sink in the writing process {sink:.1f}", flush=True)
+    sinks = []
+    for _ in range(runs):
+        t0 = clock()
+        CsvSink(io.BytesIO()).add(chunk)
+        sinks.append(clock() - t0)
+    us = [1e6 * t / len(raws) for t in (as_json, with_csv - as_json, min(sinks))]
+    print(f"writers over {len(raws):,} kernels, µs/kernel (best of {runs}): JSON {us[0]:.1f}; CSV line {us[1]:.1f} "
+          f"more; CSV sink in the writing process {us[2]:.1f}", flush=True)
 
 
 def main() -> None:
@@ -150,10 +157,13 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--render-sizes", default="1000,10000")
     ap.add_argument("--runs", type=int, default=3, help="best of N for the small fixed inputs")
+    ap.add_argument("--cores", default="", help="e.g. 2,4,8: also analyze the largest size on only that many of "
+                    "this process's CPUs (default workers: one a CPU)")
     ap.add_argument("--report", type=Path, default=MANY, help="the .ncu-rep (or .gz) held against the ncu_report "
                     "floor (default: bench/data/many.ncu-rep.gz, 300 launches)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
+    cores = [int(x) for x in args.cores.split(",") if x]
     render_sizes = [int(x) for x in args.render_sizes.split(",") if x]
     print(f"{len(os.sched_getaffinity(0))} cores, Python {sys.version.split()[0]}; `jobs 1`: one process, "
           "`jobs N`: the default, every core")
@@ -174,6 +184,10 @@ def main() -> None:
                                    d / "out.json")
                 fits[label].append((n, seconds))
                 line(f"analyze raw CSV -> JSON, {label}", n, seconds, rss)
+            for k in cores if n == max(sizes) else []:
+                mine = set(sorted(os.sched_getaffinity(0))[:k])
+                seconds, rss = run([*KS, "analyze", str(d / f"k{n}.csv"), "--format", "json"], d / "out.json", mine)
+                line(f"analyze raw CSV -> JSON, {len(mine)} CPUs", n, seconds, rss)
             (d / f"k{n}.csv").unlink()
         for label, points in fits.items():
             fitted(f"analyze, {label}", points)
