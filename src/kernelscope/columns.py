@@ -381,6 +381,9 @@ def json_schema() -> dict[str, Any]:
         t = types[c.kind]
         props[c.name] = {"type": [t, "null"] if c.nullable else t,
                          "description": c.doc + (f" [{c.unit}]" if c.unit else "")}
+        if c.keys:  # a map holds only the keys its flat columns name
+            props[c.name] |= {"properties": {k: {"type": [types[kind], "null"]} for k, kind in c.keys},
+                              "additionalProperties": False}
     kernel = {"type": "object", "required": [c.name for c in COLUMNS], "additionalProperties": False,
               "properties": props}
     return {
