@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import kernelscope
-from kernelscope.ingest import ncu_rep, read_inputs
+from kernelscope.ingest import read_inputs
 from kernelscope.ingest.names import short_name
 from kernelscope.ingest.units import parse_number, unit_factor
 
@@ -99,19 +99,3 @@ def test_full_name_is_demangled_from_rep(fx: Path) -> None:
     rec = kernelscope.load(str(fx / "softmax.ncu-rep.gz"))[0]
     assert rec.name == "cunn_SoftMaxForwardReg"
     assert rec.name_full.startswith("void at::native::") and "cunn_SoftMaxForwardReg<" in rec.name_full
-
-
-def test_a_report_counted_then_read_is_loaded_once(fx: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Deciding whether to read a report in parts counts its launches; the read that follows reuses
-    that load, and a file changed since is loaded again."""
-    import ncu_report
-
-    loads: list[str] = []
-    real = ncu_report.load_report
-    monkeypatch.setattr(ncu_report, "load_report", lambda p: loads.append(p) or real(p))
-    path = tmp_path / "r.ncu-rep"
-    path.write_bytes((fx / "gemm_bf16.ncu-rep").read_bytes())
-    assert ncu_rep.launches(path) == 1 and len(list(ncu_rep.read(path))) == 1 and len(loads) == 1
-    path.write_bytes((fx / "decode_gemm.ncu-rep").read_bytes())
-    assert [r.name for r in ncu_rep.read(path)] == [r.name for r in ncu_rep.read(fx / "decode_gemm.ncu-rep")]
-    assert len(loads) == 3

@@ -82,18 +82,7 @@ class _Metrics:
         return metrics
 
 
-_last: tuple[tuple[int, int, int, int], Any] | None = None  # the report loaded last, by file identity
-
-
 def _load(path: Path, shown: str) -> Any:
-    """The report's context. The one loaded last is kept for the next call on the same unchanged file:
-    `launches` (deciding whether to read a report in parts) and then `read` load it once (~20 ms on
-    a 300-launch report); ncu_report holds what it read until the process ends either way."""
-    global _last
-    st = path.stat()
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-    if _last is not None and _last[0] == key:
-        return _last[1]
     ncu_report = _ncu_report()
     try:
         context = ncu_report.load_report(str(path))
@@ -101,7 +90,6 @@ def _load(path: Path, shown: str) -> Any:
         raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
     if context is None:
         raise InputError(shown, "not a readable .ncu-rep report")
-    _last = (key, context)
     return context
 
 
