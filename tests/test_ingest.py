@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 from pathlib import Path
 
 import pytest
 
 import kernelscope
-from kernelscope.ingest import read_inputs
+from kernelscope.errors import InputError
+from kernelscope.ingest import ncu_rep, read_inputs
 from kernelscope.ingest.names import short_name
 from kernelscope.ingest.units import parse_number, unit_factor
 
@@ -99,3 +101,15 @@ def test_full_name_is_demangled_from_rep(fx: Path) -> None:
     rec = kernelscope.load(str(fx / "softmax.ncu-rep.gz"))[0]
     assert rec.name == "cunn_SoftMaxForwardReg"
     assert rec.name_full.startswith("void at::native::") and "cunn_SoftMaxForwardReg<" in rec.name_full
+
+
+def test_a_report_moved_while_read_is_an_error(tmp_path: Path) -> None:
+    """ncu_report reads each launch from the file when it is reached: one reached after the file was
+    renamed comes back with no metrics at all, which is refused rather than read as unmeasured."""
+    path = tmp_path / "many.ncu-rep"
+    path.write_bytes(gzip.decompress((Path(__file__).parents[1] / "bench" / "data" / "many.ncu-rep.gz").read_bytes()))
+    launches = ncu_rep.read(path)
+    assert next(launches).device == "NVIDIA H200"
+    path.rename(tmp_path / "moved.ncu-rep")
+    with pytest.raises(InputError, match=r"launch 1 holds no metrics: the file was moved, removed or changed"):
+        next(launches)
