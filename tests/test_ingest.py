@@ -113,3 +113,12 @@ def test_a_report_moved_while_read_is_an_error(tmp_path: Path) -> None:
     path.rename(tmp_path / "moved.ncu-rep")
     with pytest.raises(InputError, match=r"launch 1 holds no metrics: the file was moved, removed or changed"):
         next(launches)
+
+
+@pytest.mark.parametrize(("given", "expected"), [("nvjet_sm90", "nvjet_sm90"), ("gemm<é>", "gemm<é>"),
+                                                 ("k\udcff\udcfe_bad", "k\ufffd\ufffd_bad")])
+def test_report_strings_are_valid_text(given: str, expected: str) -> None:
+    """ncu_report passes bytes of a damaged name that are not UTF-8 through as lone surrogates, which
+    no writer can encode (orjson, the CSV's bytes, HTML): they become U+FFFD."""
+    out = ncu_rep.text(given)
+    assert out == expected and out.encode("utf-8")

@@ -33,6 +33,14 @@ def _dims(metrics: dict[str, float], names: tuple[str, ...]) -> str | None:
     return "(" + ", ".join(str(int(metrics[n])) for n in names) + ")"
 
 
+def text(value: Any) -> str:
+    """A string from the report as valid UTF-8 text: the module hands bytes that are not UTF-8 (a
+    damaged name) through as lone surrogates, which no JSON, CSV or HTML writer can encode; they
+    become U+FFFD."""
+    out = str(value)
+    return out if out.isascii() else out.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _kind(value: Any) -> str:
     return RULE_KINDS.get(value, str(value)) if isinstance(value, int) else str(value)
 
@@ -42,11 +50,11 @@ def rules(action: Any) -> tuple[RuleResult, ...]:
     out = []
     for r in action.rule_results_as_dicts():
         msg = r.get("rule_message") or {}
-        title, text = str(msg.get("title") or ""), str(msg.get("message") or "")
-        if not title and not text:
+        title, message = text(msg.get("title") or ""), text(msg.get("message") or "")
+        if not title and not message:
             continue
-        out.append(RuleResult(rule=str(r.get("rule_identifier", "")), section=str(r.get("section_identifier", "")),
-                              title=title, message=text, kind=_kind(msg.get("type"))))
+        out.append(RuleResult(rule=text(r.get("rule_identifier", "")), section=text(r.get("section_identifier", "")),
+                              title=title, message=message, kind=_kind(msg.get("type"))))
     return tuple(out)
 
 
@@ -121,9 +129,9 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
             yield RawKernel(
                 source=shown,
                 launch_id=first + a,
-                name=action.name(function),
-                name_full=action.name(demangled),
-                device=None if device_metric is None else str(device_metric.value()),
+                name=text(action.name(function)),
+                name_full=text(action.name(demangled)),
+                device=None if device_metric is None else text(device_metric.value()),
                 grid=_dims(metrics, GRID_DIMS),
                 block=_dims(metrics, BLOCK_DIMS),
                 metrics=metrics,
