@@ -84,8 +84,9 @@ class _Metrics:
             known = how[name]
             if known is None:
                 continue
-            scaled = float(known[0](metric)) * known[1]
-            if measured(scaled):  # NaN, inf or absurd: not a measured number
+            raw = float(known[0](metric))
+            scaled = raw * known[1]
+            if measured(raw) and measured(scaled):  # NaN, inf or absurd, as stored or scaled: as the CSV reader
                 metrics[name] = scaled
         return metrics
 
