@@ -9,6 +9,7 @@ import contextlib
 import csv
 import gzip
 import io
+import json
 import os
 import random
 import re
@@ -34,6 +35,7 @@ from kernelscope.errors import InputError
 from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
+from kernelscope.report.table import Col, Table, inert, render_csv
 from kernelscope.report.writers import csv_line, to_json_and_csv
 
 BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
@@ -240,7 +242,7 @@ def test_csv_has_the_spec_columns_for_every_kernel(fx: Path) -> None:
             assert (float(field) == value) if type(value) is float else field == _as_written(value), name
 
 
-TEXT = st.text(alphabet=st.sampled_from('ab,"\\\r\n\t\x00 nultrefas|é€\u2028'))
+TEXT = st.text(alphabet=st.sampled_from('ab,"\\\r\n\t\x00 nultrefas|é€\u2028=+-@'))
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2 ** 70), 2 ** 70),
                    st.floats(allow_nan=False, allow_infinity=False), TEXT,
                    st.sampled_from(["null", "true", "false", "a,null,b", " | "]))
@@ -254,7 +256,20 @@ def test_csv_line_reads_back_as_the_values(values: list[object]) -> None:
     (rows of two fields or more, as a kernel's row is)."""
     back = next(csv.reader(io.StringIO(csv_line(values).decode(), newline="")))
     for value, field in zip(values, back, strict=True):
-        assert (float(field) == value) if type(value) is float else field == _as_written(value)
+        assert (float(field) == value) if type(value) is float else field == _as_written(inert(value))
+
+
+@pytest.mark.parametrize("name", ["=HYPERLINK(\"http://x\",\"y\")", "@SUM(A1)", "+1", "-cmd", "\tx"])
+def test_csv_names_that_start_as_formulas_stay_text(fx: Path, name: str) -> None:
+    """A crafted kernel name a spreadsheet would run (CSV injection) reads as text with a leading
+    apostrophe, in kernels.csv and in every table's CSV; JSON keeps the name as it is."""
+    items = analyze(fx / "gemm_bf16.ncu-rep", hw="h200-sxm")[0]
+    odd = [replace(a, record=replace(a.record, name=name, name_full=name)) for a in items]
+    as_json, as_csv = to_json_and_csv(odd, {})
+    (row,) = csv.DictReader(io.StringIO(as_csv.decode(), newline=""))
+    assert row["name"] == row["name_full"] == "'" + name and json.loads(as_json)["kernels"][0]["name"] == name
+    table = render_csv(Table((Col("name", "name"), Col("n", "n")), [(name, -1.5)]))
+    assert list(csv.reader(io.StringIO(table, newline="")))[1] == ["'" + name, "-1.5"]
 
 
 def test_csv_line_writes_a_number_the_same_either_way() -> None:

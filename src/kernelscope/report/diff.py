@@ -24,7 +24,7 @@ from ..model import Assessment
 from . import kernels
 from .gates import Change, Gate
 from .style import BOUND_ANSI
-from .table import NAME, Col, Table, csv_writer
+from .table import NAME, Col, CsvWriter, Table
 
 CONTEXT_FIELDS = ("device", "metric_set", "unmeasured", "shapes", "model")
 MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline
@@ -232,7 +232,7 @@ def table(cmp: Comparison, title: str) -> Table:
 def to_csv(cmp: Comparison) -> str:
     """Long form, one row a kernel and figure: raw values in the column spec's units."""
     buf = io.StringIO()
-    w = csv_writer(buf)
+    w = CsvWriter(buf)
     w.writerow(["kernel", "status", "figure", "baseline", "candidate", "change", "change_pct", "failed_gates"])
     for k in cmp.kernels:
         for n, c in k.changes.items():

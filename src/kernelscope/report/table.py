@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -170,15 +170,35 @@ def render_markdown(table: Table) -> str:
 CSV_EOL = "\r\n"  # RFC 4180's; with "\n" the csv module left a \r in a name unquoted, and readers split the row
 
 
-def csv_writer(out: IO[str]) -> Any:
-    """A CSV writer that quotes any field holding a quote, comma, \r or \n."""
-    return csv.writer(out, lineterminator=CSV_EOL)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def inert(value: Any) -> Any:
+    """A CSV field as a spreadsheet should see it: text it would run as a formula (a crafted kernel name
+    such as =HYPERLINK(...), first character = + - @ tab or CR) gets a leading apostrophe, as
+    OWASP's CSV-injection advice has it; anything else, numbers included, as it is."""
+    return "'" + value if type(value) is str and value.startswith(FORMULA_START) else value
+
+
+class CsvWriter:
+    """csv.writer's rows, each field through inert(), quoting any field that holds a quote, comma,
+    \r or \n, lines ended CRLF."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.writer = csv.writer(out, lineterminator=CSV_EOL)
+
+    def writerow(self, row: Iterable[Any]) -> None:
+        self.writer.writerow([inert(v) for v in row])
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
 def render_csv(table: Table) -> str:
     """Raw values under the machine names (numbers unformatted, empty where unmeasured)."""
     buf = io.StringIO()
-    w = csv_writer(buf)
+    w = CsvWriter(buf)
     w.writerow([c.key for c in table.cols])
     w.writerows(["" if v is None else v for v in row] for row in table.rows)
     return buf.getvalue()

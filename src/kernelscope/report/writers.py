@@ -9,8 +9,10 @@ does, plus their bytes.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
@@ -21,7 +23,7 @@ from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
-from .table import CSV_EOL, csv_writer
+from .table import CSV_EOL, CsvWriter, inert
 
 
 @dataclass(frozen=True)
@@ -47,20 +49,23 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
+_FORMULA_FIRST = re.compile(rb'[\[,]"[=+\-@]')  # a JSON string, a field, whose text starts as a formula
+
+
 def csv_line(values: list[Any]) -> bytes:
     """One CSV record, CRLF-ended: numbers as the JSON document writes them, None an empty field,
     every text field quoted. orjson formats the whole row in one call (the csv module and float
     repr cost ~100 µs on a kernel's row); where it escaped anything (a quote, a backslash, a
-    control character in a name) or refused a value, the csv module writes the row instead. The
-    JSON text outside its strings holds only numbers, null, true and false, so those tokens are
-    rewritten there alone."""
+    control character in a name), refused a value, or a text starts as a formula would (table.inert),
+    the csv module writes the row instead. The JSON text outside its strings holds only numbers,
+    null, true and false, so those tokens are rewritten there alone."""
     try:
         text = orjson.dumps(values)
     except orjson.JSONEncodeError:
         text = b"\\"
-    if b"\\" in text:
-        buf = io.StringIO()
-        csv_writer(buf).writerow([_number(v) if type(v) is float else v for v in values])
+    if b"\\" in text or _FORMULA_FIRST.search(text):
+        buf = io.StringIO()  # inert() before the numbers become text: -1.5 is a number, not a formula
+        csv.writer(buf, lineterminator=CSV_EOL).writerow([_number(v) if type(v) is float else inert(v) for v in values])
         return buf.getvalue().encode()
     parts = text[1:-1].split(b'"')  # even: between strings; odd: a string's text
     between = b'"'.join(parts[0::2]).replace(b"null", b"").replace(b"true", b"True").replace(b"false", b"False")
@@ -117,7 +122,7 @@ class CsvSink:
 
     def __init__(self, out: IO[bytes]) -> None:
         header = io.StringIO()
-        csv_writer(header).writerow(FLAT)
+        CsvWriter(header).writerow(FLAT)
         out.write(header.getvalue().encode())  # bytes: a text wrapper left unclosed would close the caller's file
         self.out = out
 
