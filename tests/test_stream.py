@@ -36,7 +36,7 @@ from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
 from kernelscope.report.table import Col, Table, inert, render_csv
-from kernelscope.report.writers import csv_line, to_json_and_csv
+from kernelscope.report.writers import csv_line, dumps, to_json_and_csv
 
 BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
 PART = 40_000  # bytes: three or four launches of a full raw export a part
@@ -272,12 +272,21 @@ def test_csv_names_that_start_as_formulas_stay_text(fx: Path, name: str) -> None
     assert list(csv.reader(io.StringIO(table, newline="")))[1] == ["'" + name, "-1.5"]
 
 
-def test_csv_line_writes_a_number_the_same_either_way() -> None:
-    """The fast path and the csv module's (a quote in a name) write numbers as the JSON does, a
-    non-finite one empty, as null."""
-    row = [1e-7, 1e16, 0.1, float("nan"), float("inf"), None, False]
+def test_csv_line_writes_a_row_the_same_either_way() -> None:
+    """The fast path and the field-at-a-time one (a quote in a name) write numbers as the JSON does,
+    a non-finite one empty as null, and text quoted, so empty text is not an empty field."""
+    row = [1e-7, 1e16, 0.1, float("nan"), float("inf"), None, False, "", "1.5"]
     fast, slow = (csv_line([name, *row]).split(b",", 1)[1] for name in ("plain", 'a "quoted" name'))
-    assert fast == slow == b",".join([orjson.dumps(v) for v in row[:3]] + [b"", b"", b"", b"False\r\n"])
+    assert fast == slow == b",".join([orjson.dumps(v) for v in row[:3]] + [b"", b"", b"", b"False", b'""',
+                                                                            b'"1.5"\r\n'])
+
+
+def test_a_name_with_an_undecodable_byte_is_written() -> None:
+    """A path's byte that is not UTF-8 reaches `source` as a lone surrogate (Python's file names),
+    which orjson refuses: the JSON escapes it, the CSV writes '?', neither stops the run."""
+    obj = {"source": "run-\udcff.csv", "n": 2 ** 70, "name": "é"}
+    assert json.loads(dumps(obj)) == obj
+    assert csv_line(["run-\udcff.csv", 1.0]) == b'"run-?.csv",1.0\r\n'
 
 
 V2_ROOT, V1_ROOT = "0::/\n", "5:cpu,cpuacct:/\n1:name=systemd:/\n"

@@ -173,11 +173,16 @@ CSV_EOL = "\r\n"  # RFC 4180's; with "\n" the csv module left a \r in a name unq
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def inert_text(text: str) -> str:
+    """Text as a spreadsheet should see it in a CSV field: text it would run as a formula (a crafted
+    kernel name such as =HYPERLINK(...), first character = + - @ tab or CR) gets a leading
+    apostrophe, as OWASP's CSV-injection advice has it."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def inert(value: Any) -> Any:
-    """A CSV field as a spreadsheet should see it: text it would run as a formula (a crafted kernel name
-    such as =HYPERLINK(...), first character = + - @ tab or CR) gets a leading apostrophe, as
-    OWASP's CSV-injection advice has it; anything else, numbers included, as it is."""
-    return "'" + value if type(value) is str and value.startswith(FORMULA_START) else value
+    """A CSV field: text through inert_text; anything else, numbers included, as it is."""
+    return inert_text(value) if type(value) is str else value
 
 
 class CsvWriter:

@@ -9,7 +9,6 @@ does, plus their bytes.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -23,7 +22,7 @@ from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
-from .table import CSV_EOL, CsvWriter, inert
+from .table import CSV_EOL, CsvWriter, inert_text
 
 
 @dataclass(frozen=True)
@@ -42,11 +41,12 @@ def dumps(obj: Any) -> bytes:
     """JSON text, UTF-8. orjson writes these float-heavy objects ~5x faster than json's C encoder,
     each float in the shortest digits that read back exactly (its exponents differ: 1e-7 where
     json writes 1e-07); it refuses integers past 64 bits (a hostile manifest's), which json
-    writes. NaN never gets here: columns._finite has nulled and noted it."""
+    writes, as it writes lone surrogates, which orjson refuses. NaN never gets here: columns._finite
+    has nulled and noted it."""
     try:
         return orjson.dumps(obj)
-    except orjson.JSONEncodeError:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    except orjson.JSONEncodeError:  # ASCII, so a lone surrogate (a path's undecodable byte) is escaped, not fatal
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
 _FORMULA_FIRST = re.compile(rb'[\[,]"[=+\-@]')  # a JSON string, a field, whose text starts as a formula
@@ -54,29 +54,35 @@ _FORMULA_FIRST = re.compile(rb'[\[,]"[=+\-@]')  # a JSON string, a field, whose 
 
 def csv_line(values: list[Any]) -> bytes:
     """One CSV record, CRLF-ended: numbers as the JSON document writes them, None an empty field,
-    every text field quoted. orjson formats the whole row in one call (the csv module and float
-    repr cost ~100 µs on a kernel's row); where it escaped anything (a quote, a backslash, a
-    control character in a name), refused a value, or a text starts as a formula would (table.inert),
-    the csv module writes the row instead. The JSON text outside its strings holds only numbers,
-    null, true and false, so those tokens are rewritten there alone."""
+    every text field quoted (so empty text and None stay apart). orjson formats the whole row in
+    one call (the csv module and float repr cost ~100 µs on a kernel's row); the JSON text outside
+    its strings holds only numbers, null, true and false, so those tokens are rewritten there
+    alone. A row where orjson escaped anything (a quote, a backslash, a control character in a
+    name), refused a value, or whose text starts as a formula would (table.inert), is written a
+    field at a time instead."""
     try:
         text = orjson.dumps(values)
     except orjson.JSONEncodeError:
         text = b"\\"
     if b"\\" in text or _FORMULA_FIRST.search(text):
-        buf = io.StringIO()  # inert() before the numbers become text: -1.5 is a number, not a formula
-        csv.writer(buf, lineterminator=CSV_EOL).writerow([_number(v) if type(v) is float else inert(v) for v in values])
-        return buf.getvalue().encode()
+        line = ",".join(map(_field, values)) + CSV_EOL
+        return line.encode("utf-8", "replace")  # a lone surrogate (a path's undecodable byte) becomes ?
     parts = text[1:-1].split(b'"')  # even: between strings; odd: a string's text
     between = b'"'.join(parts[0::2]).replace(b"null", b"").replace(b"true", b"True").replace(b"false", b"False")
     parts[0::2] = between.split(b'"')
     return b'"'.join(parts) + CSV_EOL.encode()
 
 
-def _number(value: float) -> str:
-    """A float as the fast path writes it: orjson's digits, and an empty field for what it writes as null."""
-    text = orjson.dumps(value).decode()
-    return "" if text == "null" else text
+def _field(value: Any) -> str:
+    """One field as the fast path writes it (RFC 4180: a quote inside quotes is doubled)."""
+    if value is None:
+        return ""
+    if type(value) is str:
+        return '"' + inert_text(value).replace('"', '""') + '"'
+    if type(value) is float:
+        number = orjson.dumps(value).decode()
+        return "" if number == "null" else number  # NaN and Infinity, as the fast path leaves them
+    return str(value)
 
 
 def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
