@@ -126,6 +126,24 @@ def test_export_parquet_reads_back_in_duckdb(fx: Path, tmp_path: Path) -> None:
                     ("c2", 17_179_869_184.0, "h200-sxm.compute.fp8", "llama-3-8b", "NVIDIA H200")]
 
 
+@pytest.mark.parametrize(("column", "key"), [("flops", "tensor_fp6"), ("warp_stalls", "new_reason"),
+                                           ("analytic", "op")])
+def test_a_cell_map_key_the_spec_lacks_is_refused(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   column: str, key: str) -> None:
+    """A hand-edited cell, or one from another version: a map key the column spec does not name
+    would have no flat column, so export would drop it silently; the cell is refused instead."""
+    imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep")
+    path = tmp_path / "decode-h200" / "cells" / "c1" / "ncu_kernels.json"
+    doc = json.loads(path.read_text())
+    doc["kernels"][0][column] = {**(doc["kernels"][0][column] or {}), key: 1.0}
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "pq"
+    argv = ["campaign", "export", "--root", str(tmp_path), "--campaign", "decode-h200", "--parquet", str(out)]
+    assert main(argv) == 2 and not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"kernelscope: error: {path}: campaign cell: kernels[0].{column}: '{key}' not among its keys")
+
+
 def test_readme_duckdb_query_over_many_campaigns(fx: Path, tmp_path: Path) -> None:
     """The README's query, as printed there, over two campaigns exported into one directory: files
     of different campaigns (different columns, a cell's all-null figures) union by name."""

@@ -270,7 +270,7 @@ _KINDS: dict[Kind, Callable[[Any], bool]] = {
 }
 
 
-_CHECKS = tuple((c.name, c.nullable, _KINDS[c.kind]) for c in COLUMNS)
+_CHECKS = tuple((c.name, c.nullable, _KINDS[c.kind], frozenset(k for k, _ in c.keys)) for c in COLUMNS)
 _RECORD_FIELDS = tuple(f.name for f in fields(KernelRecord))
 _ASSESSMENT_FIELDS = tuple(f.name for f in fields(Assessment))
 _PLACED_NAMES = frozenset(c.name for c in PLACED)
@@ -282,12 +282,16 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
     counters are not stored, so `record.metrics` is empty."""
     if not isinstance(obj, Mapping):
         raise typed.TypeProblem(f"{where}: expected a map, got {type(obj).__name__}")
-    for name, nullable, is_kind in _CHECKS:  # the derived columns (category, pct_sol, ...) too: gates read them
+    for name, nullable, is_kind, keys in _CHECKS:  # the derived columns (category, pct_sol, ...) too: gates read them
         value = obj.get(name)
         if not (value is None and nullable) and not is_kind(value):
             c = BY_NAME[name]
             raise typed.TypeProblem(f"{where}.{name}: expected {c.kind}{' or null' if nullable else ''}, "
                                     f"got {value!r:.80}")
+        if keys and isinstance(value, Mapping) and not keys.issuperset(value):  # the flat columns would drop it
+            extra = sorted(map(str, set(value) - keys))
+            raise typed.TypeProblem(f"{where}.{name}: {', '.join(extra)!r:.80} not among its keys in this version's "
+                                    f"column spec ({', '.join(sorted(keys))})")
     rec = {name: obj[name] for name in _RECORD_FIELDS if name in obj}
     flops = obj.get("flops")
     rec["flops"] = {k: v for k, v in flops.items() if k != "total"} if isinstance(flops, Mapping) else flops
