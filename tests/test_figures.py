@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import kernelscope
+from kernelscope.columns import FLAT
 
 
 def one(fx: Path, name: str) -> kernelscope.KernelRecord:
@@ -136,6 +137,7 @@ def test_dataframe(fx: Path) -> None:
     assert list(df["flops.tensor_fp8"]) == [0, 17_179_869_184]
     assert "metrics" not in df.columns and "pipe_busy.fma" in df.columns
     assert list(df["dominant_precision"]) == ["tensor_bf16", "tensor_fp8"]
+    assert tuple(df.columns) == tuple(kernelscope.to_dataframe([]).columns) == FLAT  # kernels.csv's header
 
 
 def test_zero_denominator_is_null_with_its_reason() -> None:

@@ -46,11 +46,11 @@ def to_dataframe(items: Sequence[KernelRecord | Assessment]) -> pandas.DataFrame
     """One row a kernel launch, the same columns as kernels.csv."""
     import pandas
 
-    from .columns import flatten, kernel_object, record_object
+    from .columns import FLAT, flat_values, kernel_object, record_object
     from .model import Assessment
 
-    frame: pandas.DataFrame = pandas.DataFrame([flatten(kernel_object(i) if isinstance(i, Assessment)
-                                                        else record_object(i)) for i in items])
+    rows = [flat_values(kernel_object(i) if isinstance(i, Assessment) else record_object(i)) for i in items]
+    frame: pandas.DataFrame = pandas.DataFrame(rows, columns=list(FLAT))  # the columns even with no rows
     return frame
 
 
