@@ -49,7 +49,10 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
-_FORMULA_FIRST = re.compile(rb'[\[,]"[=+\-@]')  # a JSON string, a field, whose text starts as a formula
+# A string whose text starts as a formula: where orjson escaped nothing, every quote opens or closes
+# a string, and a closing one is followed by , or ], so a quote then = + - @ opens such a string. (A
+# pattern that starts with a literal is searched ~10x faster than one that starts with a class.)
+_FORMULA_FIRST = re.compile(rb'"[=+\-@]')
 
 
 def csv_line(values: list[Any]) -> bytes:
