@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,16 @@ def test_report_strings_are_valid_text(given: str, expected: str) -> None:
     no writer can encode (orjson, the CSV's bytes, HTML): they become U+FFFD."""
     out = ncu_rep.text(given)
     assert out == expected and out.encode("utf-8")
+
+
+def test_a_report_whose_name_is_not_utf8_is_read(fx: Path, tmp_path: Path) -> None:
+    """ncu_report opens a report by a text name, which a legacy file name's bytes are not (Python
+    holds them as surrogates): it is read through a link with a plain name, and the launch keeps
+    its own path as its source."""
+    path = Path(os.fsdecode(os.fsencode(tmp_path) + b"/legacy-\xe9\xff.ncu-rep"))
+    path.write_bytes((fx / "gemm_bf16.ncu-rep").read_bytes())
+    links = set(Path(tempfile.gettempdir()).glob("kernelscope-*"))
+    assert ncu_rep.launches(path) == 1
+    (raw,) = ncu_rep.read(path)
+    assert raw.device == "NVIDIA H200" and raw.source == str(path) and raw.metrics
+    assert set(Path(tempfile.gettempdir()).glob("kernelscope-*")) == links  # the link's folder went with the read

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,21 +93,34 @@ class _Metrics:
         return metrics
 
 
-def _load(path: Path, shown: str) -> Any:
-    ncu_report = _ncu_report()
-    try:
-        context = ncu_report.load_report(str(path))
-    except Exception as exc:  # the module raises plain exceptions for corrupt files
-        raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
-    if context is None:
-        raise InputError(shown, "not a readable .ncu-rep report")
-    return context
+@contextmanager
+def _loaded(path: Path, shown: str) -> Iterator[Any]:
+    """The report's context, for as long as it is read. ncu_report opens a report by a text name,
+    and reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy
+    file name, its bytes as surrogates here) is opened through a link with a plain name, kept
+    until the reading ends."""
+    with ExitStack() as stack:
+        try:
+            str(path).encode("utf-8")
+            openable = str(path)
+        except UnicodeEncodeError:
+            link = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernelscope-"))) / "report.ncu-rep"
+            link.symlink_to(path.resolve())
+            openable = str(link)
+        ncu_report = _ncu_report()
+        try:
+            context = ncu_report.load_report(openable)
+        except Exception as exc:  # the module raises plain exceptions for corrupt files
+            raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
+        if context is None:
+            raise InputError(shown, "not a readable .ncu-rep report")
+        yield context
 
 
 def launches(path: Path) -> int:
     """How many profiled launches the report holds (loading it reads no launch)."""
-    context = _load(path, str(path))
-    return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
+    with _loaded(path, str(path)) as context:
+        return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
 
 
 def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None) -> Iterator[RawKernel]:
@@ -113,29 +128,30 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
     `start`, `stop`: only those launches (ingest/parts.py), the others left unread."""
     shown = display or str(path)
     ncu_report = _ncu_report()
-    context = _load(path, shown)
     reader = _Metrics(ncu_report)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
-    first = 0  # the launch number of the range's first action
-    for r in range(context.num_ranges()):
-        rng = context.range_by_idx(r)
-        count = rng.num_actions()
-        for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
-            action = rng.action_by_idx(a)
-            device_metric = action.metric_by_name(DEVICE_NAME)
-            metrics = reader.read(action)
-            if not metrics and device_metric is None and not action.metric_names():
-                raise InputError(shown, f"launch {first + a} holds no metrics: the file was moved, removed or "
-                                        "changed while it was read (ncu_report reads each launch when it is reached)")
-            yield RawKernel(
-                source=shown,
-                launch_id=first + a,
-                name=text(action.name(function)),
-                name_full=text(action.name(demangled)),
-                device=None if device_metric is None else text(device_metric.value()),
-                grid=_dims(metrics, GRID_DIMS),
-                block=_dims(metrics, BLOCK_DIMS),
-                metrics=metrics,
-                rules=rules(action),
-            )
-        first += count
+    with _loaded(path, shown) as context:
+        first = 0  # the launch number of the range's first action
+        for r in range(context.num_ranges()):
+            rng = context.range_by_idx(r)
+            count = rng.num_actions()
+            for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
+                action = rng.action_by_idx(a)
+                device_metric = action.metric_by_name(DEVICE_NAME)
+                metrics = reader.read(action)
+                if not metrics and device_metric is None and not action.metric_names():
+                    raise InputError(shown, f"launch {first + a} holds no metrics: the file was moved, removed "
+                                            "or changed while it was read (ncu_report reads each launch when it is "
+                                            "reached)")
+                yield RawKernel(
+                    source=shown,
+                    launch_id=first + a,
+                    name=text(action.name(function)),
+                    name_full=text(action.name(demangled)),
+                    device=None if device_metric is None else text(device_metric.value()),
+                    grid=_dims(metrics, GRID_DIMS),
+                    block=_dims(metrics, BLOCK_DIMS),
+                    metrics=metrics,
+                    rules=rules(action),
+                )
+            first += count
