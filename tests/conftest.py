@@ -84,9 +84,11 @@ def golden() -> object:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The counts the hostile-input issue asks for: inputs tried, clean errors, failures."""
-    from hostile import TALLY
+    from hostile import BY_CLASS, TALLY
 
     if TALLY["tried"]:
         terminalreporter.write_line(
             f"hostile inputs: {TALLY['tried']} tried, {TALLY['clean']} clean errors, {TALLY['handled']} handled "
             f"with valid output, {TALLY['failures']} failures")
+        for klass, n in sorted(BY_CLASS.items()):
+            terminalreporter.write_line(f"  {n:6d}  {klass}")

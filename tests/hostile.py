@@ -1,7 +1,8 @@
 """The tally of hostile inputs the suites try (printed at the end of the run by conftest.py), and
 the two ways an input may end: handled (valid output) or a clean error (one KernelscopeError from
 the API; exit 2 with one `kernelscope: error:` line from the CLI). Anything else is a failure:
-the attempt records it and re-raises, so the test fails too."""
+the attempt records it and re-raises, so the test fails too. Each attempt names its class (the kind
+of hostility it tries), and the tally is printed by class."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from kernelscope.cli import main
 from kernelscope.errors import KernelscopeError
 
 TALLY: Counter[str] = Counter()
+BY_CLASS: Counter[str] = Counter()  # attempts by class
+EARLIER = "files, documents, options, API types (issue 10)"
 LAST_ERROR = [""]  # the stderr of the latest CLI attempt
 
 
@@ -23,11 +26,12 @@ def _no_constant(name: str) -> Any:
     raise AssertionError(f"JSON output holds {name}")
 
 
-def cli(argv: Sequence[str]) -> str:
+def cli(argv: Sequence[str], klass: str = EARLIER) -> str:
     """Run the CLI in-process: 'handled' or 'clean'; a traceback, a multi-line error or another exit
     code is a failure. JSON printed on success must be valid JSON (no NaN, no Infinity)."""
     out, err = io.StringIO(), io.StringIO()
     TALLY["tried"] += 1
+    BY_CLASS[klass] += 1
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -50,9 +54,10 @@ def cli(argv: Sequence[str]) -> str:
         raise
 
 
-def api(call: Callable[[], object]) -> str:
+def api(call: Callable[[], object], klass: str = EARLIER) -> str:
     """Call the Python API: it may return, or raise a KernelscopeError; nothing else."""
     TALLY["tried"] += 1
+    BY_CLASS[klass] += 1
     try:
         call()
     except KernelscopeError:
