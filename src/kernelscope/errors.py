@@ -18,6 +18,10 @@ class InputError(KernelscopeError):
         self.path = str(path)
         self.problem = problem
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
+        """Pickled by its two parts (a worker process raises it to the parent)."""
+        return InputError, (self.path, self.problem)
+
 
 class CeilingsError(KernelscopeError):
     """No usable ceiling for a device (unknown device, missing precision)."""

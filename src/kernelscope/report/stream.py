@@ -5,9 +5,9 @@ deriving, judging and encoding, so a large raw CSV export or `.ncu-rep` report i
 writes the chunks in order. Every other input (small, gzip, a details page), and any with one job,
 is read here.
 
-Workers are spawned (not forked: a progress thread may be running). Ctrl-C, SIGTERM and SIGHUP
-reach this process, which shuts the pool down; a worker whose parent was killed outright exits on
-its own. At most two parts a worker are in flight, so memory stays a few parts whatever the size.
+The workers (pool.py) cannot hang the run: one that dies is one error. Ctrl-C, SIGTERM and SIGHUP
+reach this process, which ends the pool; a worker whose parent was killed outright exits on its
+own. At most two parts a worker are in flight, so memory stays a few parts whatever the size.
 An API caller passing jobs > 1 needs the `if __name__ == "__main__":` guard multiprocessing's
 spawn asks of every program.
 """
@@ -17,14 +17,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
-from collections import deque
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from itertools import islice
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from ..analysis.pipeline import Judge
 from ..errors import InputError, Interrupted, KernelscopeError
@@ -32,10 +29,8 @@ from ..ingest import Inputs, expand, iter_file
 from ..ingest.csv_pages import NotSimple
 from ..ingest.parts import NO_LAUNCHES, Split, split
 from ..model import RawKernel
+from .pool import Pool, WorkerDied, pool
 from .writers import Chunk, encode
-
-if TYPE_CHECKING:  # imported with the first pool: a run that starts none does not pay for them
-    from concurrent.futures import Future, ProcessPoolExecutor
 
 PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
 MAX_JOBS = 16  # the writing process spends ~13 µs a launch: past ~16 workers (~260 µs a launch) it is the limit
@@ -88,29 +83,16 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False) -> It
     """Every input's launches, judged and encoded (`rows`: with their CSV lines), in input order;
     `jobs` processes at most."""
     with ExitStack() as stack:
-        pool: ProcessPoolExecutor | None = None
+        workers: Pool | None = None
         for path in expand(paths):
             cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
             if cut is None:
                 yield from _here(judge, iter_file(path), rows)
                 continue
-            if pool is None:
-                pool = stack.enter_context(_pool(jobs))
-            yield from _in_parts(pool, 2 * jobs, judge, cut, rows)
-
-
-@contextmanager
-def _pool(jobs: int) -> Iterator[ProcessPoolExecutor]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
-                               initargs=(os.getpid(),))
-    try:
-        with _terminate_raises():
-            yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+            if workers is None:
+                stack.enter_context(_terminate_raises())
+                workers = stack.enter_context(pool(jobs))
+            yield from _in_parts(workers, 2 * jobs, judge, cut, rows)
 
 
 @contextmanager
@@ -141,51 +123,25 @@ def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk
         yield encode(batch, rows)
 
 
-def _in_parts(pool: ProcessPoolExecutor, window: int, judge: Judge, cut: Split, rows: bool) -> Iterator[Chunk]:
+def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool) -> Iterator[Chunk]:
     """The parts' chunks in order, `window` parts in flight. At the first part the workers could not
     read strictly, the rest of the file is read here in one stream (ingest/parts.py)."""
-    todo = iter(range(cut.parts))
-    flying: deque[Future[tuple[Chunk, int] | None]] = deque(
-        _submit(pool, judge, cut, i, rows) for i in islice(todo, window))
     seen = 0
-    for i in range(cut.parts):
-        done = _result(flying.popleft(), cut)
-        if done is None:
-            for f in flying:
-                f.cancel()
-            yield from _here(judge, cut.read_from(i, seen), rows)
-            return
-        flying.extend(_submit(pool, judge, cut, j, rows) for j in islice(todo, 1))
-        chunk, read = done
-        seen += read
-        yield chunk
-    if not seen:
-        raise InputError(cut.path, NO_LAUNCHES)
-
-
-def _submit(pool: ProcessPoolExecutor, judge: Judge, cut: Split, i: int, rows: bool
-            ) -> Future[tuple[Chunk, int] | None]:
-    """Part i to the pool, with SIGINT blocked here meanwhile: a worker the submit spawns starts with
-    it blocked (exec keeps the mask), so a Ctrl-C to the terminal's process group while it starts
-    up waits until it ignores SIGINT, rather than print a traceback from the worker."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return pool.submit(_part, judge, cut, i, rows)
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    calls = ((_part, (judge, cut, i, rows)) for i in range(cut.parts))
     try:
-        return pool.submit(_part, judge, cut, i, rows)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-def _result(future: Future[tuple[Chunk, int] | None], cut: Split) -> tuple[Chunk, int] | None:
-    """A part's result; a worker that died (the OOM killer, a crash in ncu_report) is one error."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        return future.result()
-    except BrokenProcessPool:
+        with closing(workers.ordered(calls, window)) as results:
+            for i, done in enumerate(results):
+                if done is None:
+                    yield from _here(judge, cut.read_from(i, seen), rows)
+                    return
+                chunk, read = done
+                seen += read
+                yield chunk
+    except WorkerDied:
         raise KernelscopeError(f"{cut.path}: a worker process reading it died (out of memory, or killed); "
                                "--jobs 1 reads it in this process") from None
+    if not seen:
+        raise InputError(cut.path, NO_LAUNCHES)
 
 
 def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | None:
@@ -203,18 +159,3 @@ def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | N
         return encode(judge(counted()), rows), read
     except (NotSimple, InputError):
         return None
-
-
-def _worker_start(parent: int) -> None:
-    """In a worker: Ctrl-C is the parent's to handle, and a worker whose parent is gone (SIGKILL,
-    an OOM kill) exits within a second rather than wait on a pipe for ever."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by _submit, now ignored
-    threading.Thread(target=_exit_without, args=(parent,), daemon=True).start()
-
-
-def _exit_without(parent: int) -> None:
-    while os.getppid() == parent:
-        time.sleep(1.0)
-    os._exit(1)
