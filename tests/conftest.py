@@ -65,6 +65,23 @@ def variant() -> object:
     return raw_csv_variant
 
 
+SETS_ARCHIVE = FIXTURES / "sets.tar.xz"
+
+
+@pytest.fixture(scope="session")
+def sets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The capture-set fixtures (tests/fixtures/README.md, "Capture sets"), unpacked once: the same
+    kernels captured by every set a user might have used. One archive, since the reports of one set
+    share the embedded code of their kernels (1.7 MB as one xz archive, 24 MB as separate gzips)."""
+    import tarfile
+
+    out = tmp_path_factory.mktemp("sets")
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.11.2 has no filters
+    with tarfile.open(SETS_ARCHIVE) as tar:
+        tar.extractall(out, **safe)  # type: ignore[arg-type]
+    return out
+
+
 GOLDEN = Path(__file__).parent / "golden"
 
 

@@ -116,6 +116,17 @@ def test_catalogue_both_ways() -> None:
     assert len({c.name for c in catalogue.COUNTERS}) == len(catalogue.COUNTERS)  # each named once
 
 
+def test_figure_sources_name_counters_and_figures_above() -> None:
+    """A figure's every source reads only catalogue counters and figures defined above it (evaluated in
+    table order), so one pass over FIGURES gives every figure; each figure is named once."""
+    seen: set[str] = set()
+    for fig in catalogue.FIGURES:
+        for src in fig.sources:
+            assert all(n in catalogue.WANTED or n in seen for n in src.needs), (fig.name, src.label)
+        assert fig.name not in seen and "__" not in fig.name  # figure names never look like counters
+        seen.add(fig.name)
+
+
 def test_published_schema_is_the_column_spec() -> None:
     published = json.loads((SRC.parents[1] / "schema" / "kernel.schema.json").read_text())
     assert published == columns.json_schema(), "regenerate: python3 -m kernelscope.columns > schema/kernel.schema.json"

@@ -219,12 +219,13 @@ def _as_written(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def test_csv_has_the_spec_columns_for_every_kernel(fx: Path) -> None:
-    """Kernels of other metric sets, a runner-up or none, a harness op's analytic work and measured
-    ceilings: every key of every map is one of the spec's, the header is FLAT whatever the inputs,
-    and each field reads back as its value (a number exactly)."""
+def test_csv_has_the_spec_columns_for_every_kernel(fx: Path, sets_dir: Path) -> None:
+    """Kernels of other metric sets (ncu's own roofline set: figures from other sources, fp16 bounded),
+    a runner-up or none, a harness op's analytic work and measured ceilings: every key of every map is
+    one of the spec's, the header is FLAT whatever the inputs, and each field reads back as its value
+    (a number exactly)."""
     paths = [fx / "gemm_basic.ncu-rep", fx / "gemm_bf16.ncu-rep", fx / "attention_cudnn.ncu-rep",
-             fx / "bundle_attn_causal"]
+             fx / "bundle_attn_causal", sets_dir / "ncu_roofline-torch.ncu-rep"]
     items = (analyze(paths, hw="h200-sxm", achievable=fx / "measured-ceilings-h200.yaml")[0]
              + analyze(fx / "decode_gemm-details.csv", hw="h200-sxm")[0])  # no device named: no measured ceilings
     objs = [kernel_object(a) for a in items]

@@ -8,7 +8,7 @@ import pytest
 
 import kernelscope
 from kernelscope.analysis import rules
-from kernelscope.analysis.verdict import tail_idle_pct
+from kernelscope.analysis.verdict import roof_pct, tail_idle_pct
 from kernelscope.ceilings import load as load_ceilings
 from kernelscope.errors import CeilingsError, InputError
 
@@ -57,12 +57,18 @@ def test_divergent_kernel_gets_divergence_story_and_lever(fx: Path) -> None:
     assert a.next_levers[0].rule == "fix-divergence"
 
 
-def test_basic_set_is_unmeasured_with_sm_busy_apart(fx: Path) -> None:
+def test_basic_set_is_provisional_never_at_a_roof(fx: Path) -> None:
+    """`--set basic` holds no FLOP or DRAM byte counter: the busiest unit of ncu's SpeedOfLight breakdown
+    (the tensor pipe, 93 % of elapsed cycles) names the side, provisionally; no %SoL, never "at the roof",
+    and the first lever is the capture that settles it."""
     a = assess(fx, "gemm_basic.ncu-rep")
-    assert a.bound == "unmeasured"
-    assert a.pct_sol_compute is None and a.pct_sol_memory is None
-    assert "SM busy 93 %" in a.verdict and "not a FLOP rate" in a.verdict
+    assert (a.bound, a.provisional, a.limiter.kind, a.limiter.name) == ("compute", True, "pipe", "tensor pipe")
+    assert a.limiter.pct == pytest.approx(93.40, abs=0.01)
+    assert a.pct_sol_compute is None and a.pct_sol_memory is None and roof_pct(a) is None
+    assert a.verdict.startswith("provisional compute-side: the tensor pipe is the busiest unit at 93 %")
+    assert "at the" not in a.verdict and "--set roofline" in a.verdict
     assert a.next_levers[0].rule == "recapture-roofline"
+    assert a.record.sources["sm_clock_hz"] == "gpc__cycles_elapsed.avg.per_second"
 
 
 def test_every_lever_has_direction_and_confirmation(fx: Path) -> None:

@@ -1,11 +1,20 @@
 """The metric catalogue: every ncu counter kernelscope reads, the figure it feeds, and which capture
-set collects it. The capture metric lists (ncu/metric_sets.py) are built from this table and the
-readers keep exactly these names, so a counter is named once, collected only if read, and read
-only if some set collects it (tests/test_architecture.py checks both directions).
+set collects it; then every figure with the sources that can give it, in order. The capture metric
+lists (ncu/metric_sets.py) are built from the counters and the readers keep exactly these names,
+so a counter is named once, collected only if read, and read only if some set collects it
+(tests/test_architecture.py checks both directions).
+
+A figure has one definition and several sources because each of ncu's sets stores it its own way:
+our roofline list asks for the counts, `--set full` keeps some only as rates per elapsed cycle,
+`--set basic` and the SpeedOfLight section hold per-unit throughputs over elapsed cycles, ncu's own
+`--set roofline` keeps DRAM traffic as bytes per second. The first source whose counters are all
+in the report gives the figure, and the record says which one did (analysis/derive.py), so a
+figure is unmeasured only when no source is in the report, and never guessed.
 
 Groups: `roofline` is our default `--metrics` list; `stalls` is the stalls add-on; `sol` comes
 with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full` only with ncu's
-`--set full`; `launch` is recorded by ncu with every profiled launch (no pass, no request needed);
+`--set full` (or `detailed`, or ncu's own `--set roofline`); `launch` is recorded by ncu with every
+profiled launch (no pass, no request needed);
 `blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,
 docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
 (ncu refuses a metric name the chip lacks).
@@ -13,8 +22,9 @@ docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, nev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Group = Literal["roofline", "stalls", "sol", "full", "launch", "blackwell"]
 Arch = Literal["hopper", "blackwell"]
@@ -81,6 +91,9 @@ SMSP_CYCLES = _c("smsp__cycles_elapsed.avg", "full", "flops (SIMT rate x cycles)
 HFMA2_MMA = _c("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum", "roofline", "flops.fp16 (moves excluded)")
 FP16_FMA_PIPE = _c("sm__thread_inst_executed_pipe_fma_type_fp16_pred_on.sum", "roofline",
                    "flops.fp16 (moves excluded)")
+# `--set full`/`detailed`: the FMA pipe's fp16 share; 0 % means no fp16 math ran (every HFMA2 was a move)
+FP16_FMA_PIPE_PCT = _c("sm__inst_executed_pipe_fma_type_fp16.avg.pct_of_peak_sustained_active", "full",
+                       "flops.fp16 (0 when the FMA pipe ran no fp16)")
 
 # -- time, bytes, clocks -------------------------------------------------------------------------
 DURATION = _c("gpu__time_duration.sum", "roofline", "duration_ns")
@@ -89,9 +102,20 @@ DRAM_WRITE = _c("dram__bytes_write.sum", "roofline", "dram_bytes")
 # ncu's sections store DRAM % as gpu__dram_throughput; our list asks for dram__throughput.
 DRAM_PCT = (_c("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "sol", "dram_throughput_pct"),
             _c("dram__throughput.avg.pct_of_peak_sustained_elapsed", "roofline", "dram_throughput_pct"))
+DRAM_SECTORS = (_c("dram__sectors_read.sum", "full", "dram_bytes (x 32)"),
+                _c("dram__sectors_write.sum", "full", "dram_bytes (x 32)"))
+DRAM_RATE = _c("dram__bytes.sum.per_second", "full", "dram_bytes (ncu's --set roofline: rate x duration)")
 L2_BYTES = _c("lts__t_bytes.sum", "roofline", "l2_bytes")
+L2_SECTORS = _c("lts__t_sectors.sum", "full", "l2_bytes (x 32)")
 L2_PCT = _c("lts__throughput.avg.pct_of_peak_sustained_elapsed", "roofline", "l2_throughput_pct")
+# L2 bandwidth is judged on its data paths: the tag stage's and the data stage's sectors. lts__throughput
+# is the busiest of every L2 sub-unit (its crossbar ports included), not bandwidth: 72.5 % on an fp8
+# GEMM whose sectors ran at 45.8 % and 51.4 %.
+L2_SECTOR_PCTS = (_c("lts__t_sectors.avg.pct_of_peak_sustained_elapsed", "roofline", "l2_sectors_pct"),
+                  _c("lts__d_sectors.avg.pct_of_peak_sustained_elapsed", "roofline", "l2_sectors_pct"))
 SM_CLOCK = _c("sm__cycles_elapsed.avg.per_second", "roofline", "sm_clock_hz")
+GPC_CLOCK = _c("gpc__cycles_elapsed.avg.per_second", "sol", "sm_clock_hz (SpeedOfLight's SM frequency)")
+GPC_CYCLES = _c("gpc__cycles_elapsed.avg", "sol", "sm_active_pct (SpeedOfLight's elapsed cycles)")
 DRAM_CLOCK = _c("dram__cycles_elapsed.avg.per_second", "roofline", "dram_clock_hz")
 
 # -- SM activity and pipes -----------------------------------------------------------------------
@@ -100,24 +124,39 @@ MEM_BUSY = _c("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
 SM_CYCLES_ACTIVE = _c("sm__cycles_active.avg", "roofline", "sm_active_pct")
 SM_CYCLES_ELAPSED = _c("sm__cycles_elapsed.avg", "roofline", "sm_active_pct")
 ISSUE_ACTIVE = _c("smsp__issue_active.avg.pct_of_peak_sustained_active", "roofline", "issue_active_pct")
+ISSUE_ELAPSED = _c("sm__issue_active.avg.pct_of_peak_sustained_elapsed", "sol", "issue_active_pct (over elapsed)")
 TENSOR_PIPE = _c("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "roofline",
                  "tensor_pipe_active_pct")
+TENSOR_PIPE_ELAPSED = _c("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "sol",
+                         "tensor_pipe_active_pct (over elapsed)")
 # Which tensor instruction path: wgmma (Hopper's warpgroup MMA) or mma.sync (HMMA); ncu counts
 # wgmma instructions in both counters, mma.sync only in the hmma one.
 TENSOR_WGMMA_INST = _c("sm__inst_executed_pipe_tensor_op_gmma.sum", "roofline", "tensor_path")
 TENSOR_HMMA_INST = _c("sm__inst_executed_pipe_tensor_op_hmma.sum", "roofline", "tensor_path")
+# `--set full` and ncu's `--set roofline` split tensor FLOP by instruction: h/igmma is wgmma, h/imma mma.sync
+_OP = "sm__ops_path_tensor_op_"
+WGMMA_OPS = tuple(_c(f"{_OP}{op}.sum", "full", "tensor_path") for op in (
+    "hgmma_src_bf16_dst_fp32_sparsity_off", "hgmma_src_bf16_dst_fp32_sparsity_on", "hgmma_src_fp16_sparsity_off",
+    "hgmma_src_fp16_sparsity_on", "hgmma_src_tf32_dst_fp32_sparsity_off", "hgmma_src_tf32_dst_fp32_sparsity_on",
+    "igmma_src_int8_sparsity_off", "igmma_src_int8_sparsity_on"))
+MMA_SYNC_OPS = tuple(_c(f"{_OP}{op}.sum", "full", "tensor_path") for op in (
+    "hmma_src_bf16_dst_fp32_sparsity_off", "hmma_src_bf16_dst_fp32_sparsity_on", "hmma_src_fp16_dst_fp16_sparsity_off",
+    "hmma_src_fp16_dst_fp16_sparsity_on", "hmma_src_fp16_dst_fp32_sparsity_off", "hmma_src_fp16_dst_fp32_sparsity_on",
+    "hmma_src_tf32_dst_fp32_sparsity_off", "hmma_src_tf32_dst_fp32_sparsity_on", "imma_src_int8_sparsity_off",
+    "imma_src_int8_sparsity_on"))
+# `--set full` and `detailed` count wgmma instructions in the SASS (any other Hopper tensor op is mma.sync)
+WGMMA_SASS_INST = _c("smsp__sass_inst_executed_op_shared_gmma.sum", "full", "tensor_path")
 # Blackwell: tcgen05 (UTC*MMA) runs on the TC pipe, legacy mma.sync on the tensor pipe's hmma subpipe.
 TENSOR_TC_INST = _c("sm__inst_executed_pipe_tc.sum", "blackwell", "tensor_path")
 TENSOR_SUBPIPE_HMMA_INST = _c("sm__inst_executed_pipe_tensor_subpipe_hmma.sum", "blackwell", "tensor_path")
+_PIPE_METRICS = (("fma", "sm__pipe_fma_cycles_active"), ("alu", "sm__pipe_alu_cycles_active"),
+                 ("fp64", "sm__pipe_fp64_cycles_active"), ("xu", "sm__inst_executed_pipe_xu"),
+                 ("lsu", "sm__inst_executed_pipe_lsu"))
 PIPES: dict[str, str] = {  # pipe -> % of its peak while the SM was active
-    pipe: _c(metric, "roofline", f"pipe_busy.{pipe}") for pipe, metric in (
-        ("fma", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
-        ("alu", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"),
-        ("fp64", "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active"),
-        ("xu", "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"),
-        ("lsu", "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active"),
-    )
-}
+    pipe: _c(f"{m}.avg.pct_of_peak_sustained_active", "roofline", f"pipe_busy.{pipe}") for pipe, m in _PIPE_METRICS}
+PIPES_ELAPSED: dict[str, str] = {  # the same over elapsed cycles, as the SpeedOfLight breakdown holds them
+    pipe: _c(f"{m}.avg.pct_of_peak_sustained_elapsed", "sol", f"pipe_busy.{pipe} (over elapsed)")
+    for pipe, m in _PIPE_METRICS}
 
 # -- occupancy and launch ------------------------------------------------------------------------
 OCC_ACHIEVED = _c("sm__warps_active.avg.pct_of_peak_sustained_active", "roofline", "achieved_occupancy_pct")
@@ -141,6 +180,7 @@ MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limi
 # -- divergence ----------------------------------------------------------------------------------
 BRANCH_TARGETS = _c("smsp__sass_branch_targets.sum", "roofline", "branch_divergence_pct")
 BRANCH_DIVERGENT = _c("smsp__sass_branch_targets_threads_divergent.sum", "roofline", "branch_divergence_pct")
+BRANCH_UNIFORM_PCT = _c("smsp__sass_average_branch_targets_threads_uniform.pct", "full", "branch_divergence_pct")
 THREADS_PER_INST = _c("smsp__thread_inst_executed_per_inst_executed.ratio", "roofline", "simt_efficiency_pct")
 
 # -- warp stalls ---------------------------------------------------------------------------------
@@ -163,3 +203,156 @@ NUMERIC: frozenset[str] = WANTED - {DEVICE_NAME}
 def group(name: Group) -> tuple[str, ...]:
     """The counters of one group, in table order."""
     return tuple(c.name for c in COUNTERS if c.group == name)
+
+
+# -- figures: each with its sources, in order ---------------------------------------------------
+NA = "not applicable"  # a formula's answer for a figure that does not apply (no branch ran: 0/0)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One way to have a figure: a formula over counters, or over figures above it in FIGURES."""
+
+    label: str  # how the figure was had, as JSON and --details say it
+    needs: tuple[str, ...]
+    formula: Callable[..., Any]  # the needs' values, in order -> the figure; None: this source cannot tell; NA
+    arch: Arch | None = None  # read only from reports of this architecture
+    declines: bool = False  # it answers only in the case it covers (an idle pipe), else None: try the next
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    sources: tuple[Source, ...]
+
+
+def _one(name: str, label: str | None = None) -> Source:
+    return Source(label or name, (name,), float)
+
+
+def _per_active(elapsed: str) -> Source:
+    """A share over elapsed cycles as a share of SM-active cycles, as ncu's per-active figures are."""
+    return Source(f"{elapsed} / SM active", (elapsed, "sm_active_pct"), lambda e, a: None if not a else 100 * e / a)
+
+
+def _pct(num: float, den: float) -> float | None:
+    return None if not den else 100 * num / den
+
+
+def _from_uniform(uniform: float, divergent: float) -> float | str:
+    """Divergent branch targets from `--set full`'s uniform share: it reads 0 when no branch ran."""
+    return NA if divergent == 0 and uniform == 0 else 100 - uniform
+
+
+def _path_from_ops(*ops: float) -> str | None:
+    wgmma, sync = sum(ops[:len(WGMMA_OPS)]), sum(ops[len(WGMMA_OPS):])
+    return "wgmma" if wgmma > 0 else "mma.sync" if sync > 0 else None
+
+
+def _stall_shares(*ratios: float) -> dict[str, float] | None:
+    total = sum(ratios)
+    if total <= 0:
+        return None
+    return {r: 100 * v / total for r, v in sorted(zip(STALL_REASONS, ratios, strict=True), key=lambda kv: -kv[1])}
+
+
+def _tensor_sources(cls: str) -> tuple[Source, ...]:
+    """Its counters on each architecture, then an idle tensor pipe: no tensor work at all."""
+    out = []
+    for arch in ("hopper", "blackwell"):
+        names = TENSOR_FLOPS[cls][arch]
+        if names:
+            out.append(Source(" + ".join(names), names, lambda *v: float(sum(v)), arch))
+            out.append(Source("tensor pipe idle (0 %): no tensor work", ("tensor_pipe_active_pct",),
+                              lambda p: 0.0 if p == 0 else None, arch, declines=True))
+    return tuple(out)
+
+
+def _simt_count(op: str) -> Figure:
+    return Figure(f"simt.{op}", (_one(SIMT_COUNT[op]), Source(
+        f"{SIMT_RATE[op]} x {SMSP_CYCLES}", (SIMT_RATE[op], SMSP_CYCLES), lambda r, c: float(round(r * c)))))
+
+
+def _simt_flops(cls: str) -> Figure:
+    ops = SIMT_FLOPS[cls]
+    counts = tuple("hfma_math" if op == "hfma" else f"simt.{op}" for op, _ in ops)
+    weights = tuple(w for _, w in ops)
+    sources = [Source(" + ".join(f"{w} x {n}" for w, n in zip(weights, counts, strict=True)), counts,
+                      lambda *c: float(sum(w * x for w, x in zip(weights, c, strict=True))))]
+    if cls == "fp16":
+        sources.append(Source("the FMA pipe ran no fp16 (0 %): no fp16 math", (FP16_FMA_PIPE_PCT,),
+                              lambda p: 0.0 if p == 0 else None, declines=True))
+    return Figure(f"flops.{cls}", tuple(sources))
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("duration_ns", (_one(DURATION),)),
+    Figure("sm_clock_hz", (_one(SM_CLOCK), _one(GPC_CLOCK))),
+    Figure("max_sm_clock_hz", (Source(f"{MAX_SM_CLOCK_KHZ} x 1e3", (MAX_SM_CLOCK_KHZ,), lambda k: 1e3 * k),)),
+    Figure("dram_clock_hz", (_one(DRAM_CLOCK),)),
+    Figure("dram_bytes", (Source(f"{DRAM_READ} + {DRAM_WRITE}", (DRAM_READ, DRAM_WRITE), lambda r, w: r + w),
+                          Source("(dram__sectors_read.sum + dram__sectors_write.sum) x 32", DRAM_SECTORS,
+                                 lambda r, w: 32 * (r + w)),
+                          Source(f"{DRAM_RATE} x duration", (DRAM_RATE, "duration_ns"), lambda r, t: r * t * 1e-9))),
+    Figure("l2_bytes", (_one(L2_BYTES), Source(f"{L2_SECTORS} x 32", (L2_SECTORS,), lambda n: 32 * n))),
+    Figure("sm_busy_pct", (_one(SM_BUSY),)),
+    Figure("memory_busy_pct", (_one(MEM_BUSY),)),
+    Figure("sm_active_pct", (Source(f"{SM_CYCLES_ACTIVE} / {SM_CYCLES_ELAPSED}", (SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED),
+                                    _pct),
+                             Source(f"{SM_CYCLES_ACTIVE} / {GPC_CYCLES}", (SM_CYCLES_ACTIVE, GPC_CYCLES), _pct))),
+    Figure("issue_active_pct", (_one(ISSUE_ACTIVE), _per_active(ISSUE_ELAPSED))),
+    Figure("dram_throughput_pct", tuple(_one(n) for n in DRAM_PCT)),
+    Figure("l2_throughput_pct", (_one(L2_PCT),)),
+    Figure("l2_sectors_pct", (Source("max(lts__t_sectors, lts__d_sectors) % of peak over elapsed", L2_SECTOR_PCTS,
+                                     max),)),
+    Figure("tensor_pipe_active_pct", (_one(TENSOR_PIPE), _per_active(TENSOR_PIPE_ELAPSED))),
+    *(Figure(f"pipe_busy.{p}", (_one(PIPES[p]), _per_active(PIPES_ELAPSED[p]))) for p in PIPES),
+    Figure("achieved_occupancy_pct", (_one(OCC_ACHIEVED),)),
+    Figure("theoretical_occupancy_pct", (_one(OCC_THEORETICAL),)),
+    Figure("achieved_active_warps_per_sm", (_one(WARPS_ACTIVE),)),
+    Figure("registers_per_thread", (_one(REGISTERS),)),
+    Figure("shared_mem_per_block_bytes", (Source("static + dynamic + driver-reserved", (
+        SMEM_STATIC, SMEM_DYNAMIC, SMEM_DRIVER), lambda a, b, c: a + b + c),)),
+    Figure("shared_mem_static_bytes", (_one(SMEM_STATIC),)),
+    Figure("shared_mem_dynamic_bytes", (_one(SMEM_DYNAMIC),)),
+    Figure("shared_mem_driver_bytes", (_one(SMEM_DRIVER),)),
+    Figure("waves_per_sm", (_one(WAVES),)),
+    Figure("branch_divergence_pct", (
+        Source(f"{BRANCH_DIVERGENT} / {BRANCH_TARGETS}", (BRANCH_DIVERGENT, BRANCH_TARGETS),
+               lambda d, t: NA if t == 0 else 100 * d / t),
+        Source(f"100 - {BRANCH_UNIFORM_PCT}", (BRANCH_UNIFORM_PCT, BRANCH_DIVERGENT), _from_uniform))),
+    Figure("simt_efficiency_pct", (Source(f"{THREADS_PER_INST} / 32", (THREADS_PER_INST,), lambda r: 100 * r / 32),)),
+    *(_simt_count(op) for op in SIMT_OPS),
+    # HFMA2 thread-instructions that did fp16 math: ncu's hfma count also holds HFMA2.MMA register moves,
+    # which run on the tensor pipe, while real fp16 math runs on the FMA pipe
+    Figure("hfma_math", (
+        Source("no HFMA2 ran", ("simt.hfma",), lambda h: 0.0 if h == 0 else None, declines=True),
+        Source("no HFMA2.MMA moves: every HFMA2 is math", ("simt.hfma", HFMA2_MMA),
+               lambda h, mv: h if mv == 0 else None, declines=True),
+        Source("the FMA pipe's fp16 thread-instructions less HADD2 and HMUL2",
+               ("simt.hfma", "simt.hadd", "simt.hmul", FP16_FMA_PIPE), lambda h, a, m, p: min(h, max(0.0, p - a - m))),
+        Source("the FMA pipe ran no fp16 (0 %): every HFMA2 was a move", (FP16_FMA_PIPE_PCT,),
+               lambda p: 0.0 if p == 0 else None, declines=True))),
+    *(Figure(f"flops.{cls}", _tensor_sources(cls)) for cls in TENSOR_FLOPS),
+    *(_simt_flops(cls) for cls in SIMT_FLOPS),
+    # when HFMA2 math cannot be told from HFMA2.MMA moves, the most fp16 work there can be: enough to show
+    # that the fp16 class cannot move a verdict (75 M HFMA2 of a softmax: under 1 % of the fp16 peak)
+    Figure("flops_at_most.fp16", (Source(
+        "2 x simt.hadd + 2 x simt.hmul + 4 x simt.hfma (moves counted as math)",
+        ("simt.hadd", "simt.hmul", "simt.hfma"), lambda a, m, f: 2 * a + 2 * m + 4 * f),)),
+    Figure("tensor_path", (  # read only when tensor work was counted (analysis/derive.py)
+        Source("tcgen05 instructions ran", (TENSOR_TC_INST,), lambda n: "tcgen05" if n > 0 else None, "blackwell",
+               declines=True),
+        Source("mma.sync on the tensor pipe's hmma subpipe", (TENSOR_SUBPIPE_HMMA_INST,),
+               lambda n: "mma.sync" if n > 0 else None, "blackwell", declines=True),
+        Source("tensor FLOP by instruction (h/igmma: wgmma; h/imma: mma.sync)", WGMMA_OPS + MMA_SYNC_OPS,
+               _path_from_ops, "hopper", declines=True),
+        Source("wgmma / hmma instructions (HFMA2.MMA moves excluded)", (TENSOR_WGMMA_INST, TENSOR_HMMA_INST, HFMA2_MMA),
+               lambda g, h, mv: "wgmma" if g > 0 else "mma.sync" if h - mv > 0 else None, "hopper", declines=True),
+        Source("wgmma instructions in the SASS (any other Hopper tensor op is mma.sync)", (WGMMA_SASS_INST,),
+               lambda n: "wgmma" if n > 0 else "mma.sync", "hopper"))),
+    Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
+                                  tuple(STALLS.values()), _stall_shares, declines=True),)),
+)
+FIGURE_NAMES: tuple[str, ...] = tuple(f.name for f in FIGURES)
+

@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from . import catalogue as C
 from . import typed
 from .analysis.categories import categorize
+from .analysis.verdict import roof_pct, verdict_roof
 from .model import Assessment, KernelRecord, Limiter, Provenance
 
 SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
@@ -53,12 +54,9 @@ def _numbers(*keys: str) -> tuple[tuple[str, Kind], ...]:
     return tuple((k, "number") for k in keys)
 
 
-def binding_sol(a: Assessment) -> tuple[float | None, str | None]:
-    """The %SoL against the roof that binds (the higher one), and its ceiling key."""
-    if a.bound == "unmeasured":
-        return None, None
-    pc, pm = a.pct_sol_compute or 0.0, a.pct_sol_memory or 0.0
-    return (pc, a.compute_ceiling_key) if pc >= pm else (pm, a.memory_ceiling_key)
+def _roof_key(a: Assessment) -> str | None:
+    roof = verdict_roof(a)
+    return None if roof is None or a.provisional else roof.key
 
 
 def _r(attr: str) -> Callable[[KernelRecord], Any]:
@@ -110,6 +108,9 @@ RECORD: tuple[Column, ...] = (
            "FLOP counter was collected", _flops, keys=_numbers("total", *C.TENSOR_FLOPS, *C.SIMT_FLOPS)),
     Column("flops_missing", "list", "", "precision classes whose counters were not collected",
            lambda r: list(r.flops_missing), nullable=False),
+    Column("flops_at_most", "map", "FLOP per launch", "for a missing class, the most FLOP it can hold where the "
+           "report bounds it (fp16 HFMA2 not separable from register moves)", _map("flops_at_most"),
+           keys=_numbers(*C.SIMT_FLOPS)),
     Column("dominant_precision", "text", "", "precision class holding most FLOP", _r("dominant_precision")),
     Column("tensor_path", "text", "", "tensor instruction path: wgmma, tcgen05 or mma.sync", _r("tensor_path")),
     _num("dram_bytes", "byte", "DRAM bytes read + written"),
@@ -118,13 +119,16 @@ RECORD: tuple[Column, ...] = (
     _num("achieved_tflops", "TFLOP/s", "FLOP / duration"),
     _num("achieved_dram_tbps", "TB/s", "DRAM bytes / duration"),
     _num("sm_clock_hz", "Hz", "SM clock the launch ran at (sm__cycles_elapsed.avg.per_second)"),
+    _num("max_sm_clock_hz", "Hz", "the device's maximum SM clock (device__attribute_max_gpu_frequency_khz)"),
     _num("dram_clock_hz", "Hz", "DRAM clock the launch ran at"),
     _num("sm_busy_pct", "% of peak", "ncu Compute (SM) Throughput; not a FLOP rate"),
     _num("memory_busy_pct", "% of peak", "ncu Memory Throughput"),
     _num("sm_active_pct", "% of elapsed cycles", "SM cycles with work"),
     _num("issue_active_pct", "% of peak", "ncu Issue Slots Busy"),
     _num("dram_throughput_pct", "% of peak", "ncu DRAM Throughput"),
-    _num("l2_throughput_pct", "% of peak", "ncu L2 Cache Throughput"),
+    _num("l2_throughput_pct", "% of peak", "ncu L2 Cache Throughput (lts__throughput): the busiest L2 sub-unit"),
+    _num("l2_sectors_pct", "% of peak", "L2 bandwidth: the busier of the L2 tag and data stages' sectors "
+         "(lts__t_sectors, lts__d_sectors), over elapsed cycles"),
     _num("tensor_pipe_active_pct", "% of peak", "tensor pipe active cycles"),
     Column("pipe_busy", "map", "% of peak while SM active", "busy share per SM pipe (fma, alu, fp64, xu, lsu, "
            "tensor)", _map("pipe_busy"), keys=_numbers(*C.PIPES, "tensor")),
@@ -149,6 +153,9 @@ RECORD: tuple[Column, ...] = (
            lambda r: [_fields(x) for x in r.ncu_rules], nullable=False),
     Column("notes", "list", "", "how figures were derived where it matters", lambda r: list(r.notes),
            nullable=False),
+    Column("sources", "map", "", "figures read from another source than their first in the catalogue "
+           "(catalogue.FIGURES), and how: a figure not listed came from its first source", _map("sources"),
+           keys=tuple((f, "text") for f in C.FIGURE_NAMES)),
 )
 PLACED: tuple[Column, ...] = (
     Column("hw_key", "text", "", "ceilings entry used", _a("hw_key"), nullable=False),
@@ -160,9 +167,14 @@ PLACED: tuple[Column, ...] = (
     _num("pct_sol_compute", "% of SoL", "compute speed of light against the datasheet figure (limiter.pct holds "
          "the limiting roof at the measured clock)", _a("pct_sol_compute")),
     _num("pct_sol_memory", "% of SoL", "memory speed of light against the datasheet figure", _a("pct_sol_memory")),
-    _num("pct_sol", "% of SoL", "%SoL against the roof that binds", lambda a: binding_sol(a)[0]),
-    Column("ceiling_key", "text", "", "the ceiling pct_sol is against", lambda a: binding_sol(a)[1]),
+    _num("pct_sol", "% of the roof", "the verdict's roof %: the limiter's (the nearest roof's for latency) at the "
+         "measured clock, as the table's roof %; null when provisional or unmeasured", roof_pct),
+    Column("ceiling_key", "text", "", "the roof pct_sol is against: a ceiling key (with @path for a tensor roof) or "
+           "the counter of a pipe, the issue slots or L2", _roof_key),
     Column("bound", "text", "", "compute | memory | latency | unmeasured", _a("bound"), nullable=False),
+    Column("provisional", "boolean", "", "the bound is provisional: no FLOP or DRAM byte counters to place the kernel "
+           "on the roofline, so it names the busiest unit (ncu's per-unit throughputs) and no %SoL",
+           _a("provisional"), nullable=False),
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
     Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
            "(tensor, simt, hbm, l2, pipe, issue, latency, launch, grid, unmeasured), key, name, pct at the measured "

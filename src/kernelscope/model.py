@@ -58,6 +58,7 @@ class KernelRecord:
     duration_ns: float | None
     flops: Mapping[str, float] | None  # precision class -> FLOP, for the classes collected; None: none were
     flops_missing: tuple[str, ...]  # precision classes whose counters were not collected
+    flops_at_most: Mapping[str, float] | None  # for missing classes: the most FLOP they can hold, where known
     dominant_precision: str | None
     tensor_path: TensorPath | None  # the tensor instruction path, when tensor work was counted
     dram_bytes: float | None
@@ -66,13 +67,15 @@ class KernelRecord:
     achieved_tflops: float | None
     achieved_dram_tbps: float | None
     sm_clock_hz: float | None  # the clocks the kernel actually ran at
+    max_sm_clock_hz: float | None  # the device's maximum SM clock
     dram_clock_hz: float | None
     sm_busy_pct: float | None  # ncu "Compute (SM) Throughput", NOT a FLOP rate
     memory_busy_pct: float | None  # ncu "Memory Throughput"
     sm_active_pct: float | None  # SM cycles with work / elapsed cycles
     issue_active_pct: float | None  # ncu "Issue Slots Busy"
     dram_throughput_pct: float | None
-    l2_throughput_pct: float | None
+    l2_throughput_pct: float | None  # ncu "L2 Cache Throughput": the busiest L2 sub-unit, not its bandwidth
+    l2_sectors_pct: float | None  # L2 bandwidth: the busier of its tag and data stages' sectors, % of peak
     tensor_pipe_active_pct: float | None
     pipe_busy: Mapping[str, float] | None  # pipe -> % of peak while the SM was active
     achieved_occupancy_pct: float | None
@@ -92,6 +95,7 @@ class KernelRecord:
     ncu_rules: tuple[RuleResult, ...] = ()
     unmeasured: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)  # figure -> how it was had, when not its first source
     metrics: Mapping[str, float] = field(default_factory=dict, repr=False)  # the raw counters it came from
 
     @property
@@ -170,5 +174,6 @@ class Assessment:
     ncu: NcuVerdict
     limiters: tuple[str, ...] = ()
     next_levers: tuple[Lever, ...] = field(default=())
+    provisional: bool = False  # no roofline placement (no FLOP or DRAM byte counters): the busiest unit, no %SoL
     analytic: Mapping[str, float | str] | None = None  # the harness's analytic work, with counted/analytic
     achievable: Mapping[str, float | str | None] | None = None  # %SoL against measured ceilings

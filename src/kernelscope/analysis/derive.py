@@ -1,44 +1,17 @@
-"""Counters -> figures. Every figure is None when a counter it needs is absent (or its ratio has a
-zero denominator), and its name goes into the record's `unmeasured` list: a missing counter is
-never read as 0."""
+"""Counters -> figures, by the catalogue's sources (catalogue.FIGURES): each figure from the first
+source the report holds, and the record says which when it is not the first. A figure no source
+gives is None and its name goes into the record's `unmeasured` list: a missing counter is never
+read as 0; one that does not apply (0/0) is None without being unmeasured."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import catalogue as C
+from ..ingest.units import measured
 from ..model import KernelRecord, RawKernel, TensorPath
-
-
-def _simt_ops(m: Mapping[str, float], op: str) -> float | None:
-    """Thread-instruction count of one SASS op: the plain counter, or `--set full`'s rate form
-    (per elapsed SMSP cycle) times elapsed SMSP cycles."""
-    if C.SIMT_COUNT[op] in m:
-        return m[C.SIMT_COUNT[op]]
-    if C.SIMT_RATE[op] in m and C.SMSP_CYCLES in m:
-        return round(m[C.SIMT_RATE[op]] * m[C.SMSP_CYCLES])
-    return None
-
-
-def _real_hfma(m: Mapping[str, float], hfma: float, hadd: float, hmul: float) -> tuple[float | None, str | None]:
-    """HFMA2 threads that did fp16 math: HFMA2.MMA register moves run on the tensor pipe and are
-    counted in ncu's hfma total, real half-precision math runs on the FMA pipe. So the real count
-    is bounded by the FMA pipe's fp16 thread instructions (less HADD2/HMUL2)."""
-    if hfma == 0 or m.get(C.HFMA2_MMA) == 0:
-        return hfma, None
-    if C.FP16_FMA_PIPE not in m:
-        return None, "fp16 HFMA2 not separable from HFMA2.MMA register moves (counter absent)"
-    real = min(hfma, max(0.0, m[C.FP16_FMA_PIPE] - hadd - hmul))
-    note = None
-    if real < hfma:
-        note = (f"{hfma - real:,.0f} HFMA2 thread-instructions ran on the tensor pipe as HFMA2.MMA register "
-                "moves: left out of fp16 FLOP")
-    return real, note
-
-
-BLACKWELL_ONLY = frozenset(C.group("blackwell"))
 
 
 def arch(m: Mapping[str, float]) -> C.Arch:
@@ -49,39 +22,62 @@ def arch(m: Mapping[str, float]) -> C.Arch:
     return "blackwell" if BLACKWELL_ONLY.intersection(m) else "hopper"
 
 
-def flops_by_precision(m: Mapping[str, float]) -> tuple[dict[str, float] | None, list[str], list[str]]:
-    """FLOP per precision class for the classes whose counters were collected, the classes that
-    were not (a class the architecture lacks, like fp4 on Hopper, is neither), and notes. None when
-    no class was collected at all."""
-    flops: dict[str, float] = {}
-    missing: list[str] = []
-    notes: list[str] = []
-    names = arch(m)
-    for cls, by_arch in C.TENSOR_FLOPS.items():
-        metrics = by_arch[names]
-        if not metrics:
-            continue
-        if all(n in m for n in metrics):
-            flops[cls] = sum(m[n] for n in metrics)
-        else:
-            missing.append(cls)
-    for cls, ops in C.SIMT_FLOPS.items():
-        counts = {op: _simt_ops(m, op) for op, _ in ops}
-        if any(c is None for c in counts.values()):
-            missing.append(cls)
-            continue
-        if cls == "fp16":
-            real, note = _real_hfma(m, counts["hfma"] or 0.0, counts["hadd"] or 0.0, counts["hmul"] or 0.0)
-            if note:
-                notes.append(note)
-            if real is None:
-                missing.append(cls)
+BLACKWELL_ONLY = frozenset(C.group("blackwell"))
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Every figure the report's counters give, how each was had, and the figures that do not apply."""
+
+    values: dict[str, Any]
+    sources: dict[str, str]  # figure -> its source's label, for the figures not from their first source
+    not_applicable: frozenset[str]
+
+
+def evaluate(m: Mapping[str, float], names: C.Arch) -> Figures:
+    """Each figure from the first of its sources (for this architecture) whose counters and figures are
+    all present and whose formula can tell (catalogue.FIGURES); a value out of range is no value."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    na: set[str] = set()
+    for fig in C.FIGURES:
+        first = True
+        for src in fig.sources:
+            if src.arch is not None and src.arch != names:
                 continue
-            counts["hfma"] = real
-        flops[cls] = float(sum((counts[op] or 0.0) * w for op, w in ops))
-    if not flops:
-        return None, missing, notes
-    return flops, missing, notes
+            if all(n in values or n in m for n in src.needs):
+                value = src.formula(*(values[n] if n in values else m[n] for n in src.needs))
+                if value is C.NA:
+                    na.add(fig.name)
+                    break
+                if value is not None and (not isinstance(value, float) or measured(value)):
+                    values[fig.name] = value
+                    if not first:
+                        sources[fig.name] = src.label
+                    break
+            first = False
+    return Figures(values, sources, frozenset(na))
+
+
+def classes(names: C.Arch) -> tuple[str, ...]:
+    """The precision classes this architecture has (fp4 only on Blackwell)."""
+    return tuple(c for c, by in C.TENSOR_FLOPS.items() if by[names]) + tuple(C.SIMT_FLOPS)
+
+
+def flops_by_precision(figs: Figures, names: C.Arch) -> tuple[dict[str, float] | None, list[str], list[str]]:
+    """FLOP per precision class for the classes measured, the classes that were not (a class the
+    architecture lacks, like fp4 on Hopper, is neither), and notes. None when none was measured."""
+    v = figs.values
+    flops = {cls: v[f"flops.{cls}"] for cls in classes(names) if f"flops.{cls}" in v}
+    missing = [cls for cls in classes(names) if f"flops.{cls}" not in v]
+    notes = []
+    hfma, real = v.get("simt.hfma"), v.get("hfma_math")
+    if hfma is not None and real is not None and real < hfma:
+        notes.append(f"{hfma - real:,.0f} HFMA2 thread-instructions ran on the tensor pipe as HFMA2.MMA register "
+                     "moves: left out of fp16 FLOP")
+    if "flops.fp16" in missing and hfma and "hfma_math" not in v:
+        notes.append("fp16 HFMA2 not separable from HFMA2.MMA register moves (counter absent)")
+    return (flops or None), missing, notes
 
 
 # Ratio figures and their denominators: a zero denominator makes the figure undefined, not unmeasured.
@@ -92,21 +88,15 @@ ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops",
 # The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
 # field order: a record's `unmeasured` lists them in this order.
 FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
-    "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "dominant_precision",
-    "tensor_path", "ncu_rules", "unmeasured", "notes", "metrics", "block_limits"})
+    "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "flops_at_most",
+    "dominant_precision",
+    "tensor_path", "ncu_rules", "unmeasured", "notes", "sources", "metrics", "block_limits"})
+# The record's figures that are catalogue figures of the same name, taken as they are.
+PLAIN = tuple(f for f in FIGURES if f in C.FIGURE_NAMES)
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or den is None or den == 0 else num / den
-
-
-def _pct(num: float | None, den: float | None) -> float | None:
-    r = _ratio(num, den)
-    return None if r is None else 100.0 * r
-
-
-def _sum(m: Mapping[str, float], *names: str) -> float | None:
-    return sum(m[n] for n in names) if all(n in m for n in names) else None
 
 
 def _limiter(limits: Mapping[str, float]) -> str:
@@ -114,92 +104,45 @@ def _limiter(limits: Mapping[str, float]) -> str:
     return "+".join(k for k, v in limits.items() if v == low)
 
 
-def warp_stall_shares(m: Mapping[str, float]) -> dict[str, float] | None:
-    ratios = {r: m[name] for r, name in C.STALLS.items() if name in m}
-    total = sum(ratios.values())
-    if len(ratios) < len(C.STALLS) or total <= 0:
-        return None
-    return {r: 100.0 * v / total for r, v in sorted(ratios.items(), key=lambda kv: -kv[1])}
-
-
-def tensor_path(m: Mapping[str, float], tensor_flops: float) -> TensorPath | None:
-    """tcgen05 (Blackwell) or wgmma (Hopper) when any such MMA ran; mma.sync when only HMMA
-    instructions did (on Hopper the hmma counter also counts wgmma and HFMA2.MMA moves, so it is
-    read only beside the wgmma counter, less the moves); None when the counters were not collected."""
-    if tensor_flops <= 0:
-        return None
-    if m.get(C.TENSOR_TC_INST, 0.0) > 0:
-        return "tcgen05"
-    if m.get(C.TENSOR_WGMMA_INST, 0.0) > 0:
-        return "wgmma"
-    if C.TENSOR_TC_INST in m and m.get(C.TENSOR_SUBPIPE_HMMA_INST, 0.0) > 0:
-        return "mma.sync"
-    if C.TENSOR_WGMMA_INST in m and m.get(C.TENSOR_HMMA_INST, 0.0) - m.get(C.HFMA2_MMA, 0.0) > 0:
-        return "mma.sync"
-    return None
-
-
 def derive(raw: RawKernel) -> KernelRecord:
     m = raw.metrics
-    get = m.get
-    notes: list[str] = []
-    flops, missing, flop_notes = flops_by_precision(m)
-    notes += flop_notes
+    names = arch(m)
+    figs = evaluate(m, names)
+    v = figs.values
+    get = v.get
+    flops, missing, notes = flops_by_precision(figs, names)
     if flops is not None and missing:
         notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
-    duration = get(C.DURATION)
-    dram = _sum(m, C.DRAM_READ, C.DRAM_WRITE)
+    duration, dram = get("duration_ns"), get("dram_bytes")
     total = None if flops is None else sum(flops.values())
     dominant = max(flops, key=lambda k: flops[k]) if flops and total else None
-    tensor = sum(v for k, v in (flops or {}).items() if k.startswith("tensor_"))
-    limits = {k: m[v] for k, v in C.BLOCK_LIMITS.items() if v in m}
-    targets, divergent = get(C.BRANCH_TARGETS), get(C.BRANCH_DIVERGENT)
-    not_applicable = set()
-    if targets == 0:
-        notes.append("no branch instruction executed: branch divergence does not apply (0/0)")
-        not_applicable.add("branch_divergence_pct")
-    tpi = get(C.THREADS_PER_INST)
-    pipes = {p: m[name] for p, name in C.PIPES.items() if name in m}
-    if C.TENSOR_PIPE in m:
-        pipes["tensor"] = m[C.TENSOR_PIPE]
-    path = tensor_path(m, tensor)
-    if tensor > 0 and path is None and C.TENSOR_WGMMA_INST not in m and C.TENSOR_TC_INST not in m:
+    tensor = sum(x for k, x in (flops or {}).items() if k.startswith("tensor_"))
+    path: TensorPath | None = get("tensor_path") if tensor > 0 else None
+    if tensor > 0 and path is None:
         notes.append("tensor instruction path unknown (wgmma/HMMA instruction counters not collected)")
-    figures: dict[str, Any] = dict(
+    limits = {k: m[n] for k, n in C.BLOCK_LIMITS.items() if n in m}
+    not_applicable = set(figs.not_applicable)
+    if "branch_divergence_pct" in not_applicable:
+        notes.append("no branch instruction executed: branch divergence does not apply (0/0)")
+    pipes = {p: v[f"pipe_busy.{p}"] for p in C.PIPES if f"pipe_busy.{p}" in v}
+    if "tensor_pipe_active_pct" in v:
+        pipes["tensor"] = v["tensor_pipe_active_pct"]
+    figures: dict[str, Any] = {f: get(f) for f in PLAIN}
+    figures.update(
         duration_ns=duration,
         flops=flops,
         flops_missing=tuple(missing),
+        flops_at_most={c: v[f"flops_at_most.{c}"] for c in missing if f"flops_at_most.{c}" in v} or None,
         dominant_precision=dominant,
         tensor_path=path,
         dram_bytes=dram,
-        l2_bytes=get(C.L2_BYTES),
+        l2_bytes=get("l2_bytes"),
         arithmetic_intensity=_ratio(total, dram),
         achieved_tflops=_ratio(total, duration * 1e3 if duration is not None else None),
         achieved_dram_tbps=_ratio(dram, duration * 1e3 if duration is not None else None),
-        sm_clock_hz=get(C.SM_CLOCK),
-        dram_clock_hz=get(C.DRAM_CLOCK),
-        sm_busy_pct=get(C.SM_BUSY),
-        memory_busy_pct=get(C.MEM_BUSY),
-        sm_active_pct=_pct(get(C.SM_CYCLES_ACTIVE), get(C.SM_CYCLES_ELAPSED)),
-        issue_active_pct=get(C.ISSUE_ACTIVE),
-        dram_throughput_pct=next((m[n] for n in C.DRAM_PCT if n in m), None),
-        l2_throughput_pct=get(C.L2_PCT),
-        tensor_pipe_active_pct=get(C.TENSOR_PIPE),
         pipe_busy=pipes or None,
-        achieved_occupancy_pct=get(C.OCC_ACHIEVED),
-        theoretical_occupancy_pct=get(C.OCC_THEORETICAL),
-        achieved_active_warps_per_sm=get(C.WARPS_ACTIVE),
-        registers_per_thread=get(C.REGISTERS),
-        shared_mem_per_block_bytes=_sum(m, C.SMEM_STATIC, C.SMEM_DYNAMIC, C.SMEM_DRIVER),
-        shared_mem_static_bytes=get(C.SMEM_STATIC),
-        shared_mem_dynamic_bytes=get(C.SMEM_DYNAMIC),
-        shared_mem_driver_bytes=get(C.SMEM_DRIVER),
         occupancy_limiter=_limiter(limits) if len(limits) == len(C.BLOCK_LIMITS) else None,
         block_limits=limits if len(limits) == len(C.BLOCK_LIMITS) else None,
-        waves_per_sm=get(C.WAVES),
-        branch_divergence_pct=_pct(divergent, targets),
-        simt_efficiency_pct=None if tpi is None else 100.0 * tpi / 32.0,
-        warp_stalls=warp_stall_shares(m),
     )
     for figure, denominator in ZERO_DENOMINATORS:
         if figures[denominator] == 0:
@@ -208,4 +151,4 @@ def derive(raw: RawKernel) -> KernelRecord:
     unmeasured = tuple(f for f in FIGURES if figures[f] is None and f not in not_applicable)
     return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,
                         device=raw.device, grid=raw.grid, block=raw.block, **figures, ncu_rules=raw.rules,
-                        unmeasured=unmeasured, notes=tuple(notes), metrics=m)
+                        unmeasured=unmeasured, notes=tuple(notes), sources=figs.sources, metrics=m)

@@ -5,7 +5,7 @@ told apart as launch overhead, a grid under one wave, or stalls."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .. import catalogue as C
@@ -31,6 +31,7 @@ class Judgement:
     bound: Bound
     verdict: str
     evidence: tuple[str, ...]
+    provisional: bool = False  # no roofline placement: the busiest unit's figures, never a %SoL
 
 
 def eligible(rec: KernelRecord, roofs: Sequence[Limiter]) -> list[Limiter]:
@@ -44,15 +45,10 @@ def eligible(rec: KernelRecord, roofs: Sequence[Limiter]) -> list[Limiter]:
             and not (r.kind == "l2" and has_hbm and (share is None or share < L2_REUSE_RATIO))]
 
 
-def unmeasured(rec: KernelRecord, p: Placement) -> Limiter | None:
-    """No roofline verdict without FLOP, DRAM bytes, duration and a compute ceiling."""
-    if p.pct_sol_compute is not None and p.pct_sol_memory is not None:
-        return None
-    missing = ", ".join(f for f in ("flops", "dram_bytes", "duration_ns") if f in rec.unmeasured)
-    missing = missing or f"a ceiling ({p.compute_ceiling_key or 'compute'})"
+def unmeasured(rec: KernelRecord, why: str) -> Limiter:
+    """Neither a roofline verdict nor a provisional one: no roof figure of any unit."""
     busy = "" if rec.sm_busy_pct is None else f"; SM busy {rec.sm_busy_pct:.0f} % (SM throughput, not a FLOP rate)"
-    return Limiter("unmeasured", missing, "unmeasured", None, None, None,
-                   f"unmeasured: {missing} not available, no roofline verdict{busy}")
+    return Limiter("unmeasured", why, "unmeasured", None, None, None, f"unmeasured: {why}, no roofline verdict{busy}")
 
 
 def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None) -> Limiter:
@@ -103,14 +99,19 @@ def how_close(lim: Limiter) -> str:
             f"({lim.pct_datasheet:.0f} % of the datasheet figure)")
 
 
-def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter) -> str:
+def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter, at_most: Mapping[str, float]) -> str:
     """Whether the verdict stands when some FLOP classes were not collected: uncounted work can only
-    raise the compute %SoL, so a compute verdict on a FLOP roof stands; any other may move."""
+    raise the compute %SoL, so a compute verdict on a FLOP roof stands, as does one that the missing
+    classes' most possible work (`at_most`: class -> % of its peak) cannot reach; any other may move."""
     if not rec.flops_missing or bound == "unmeasured":
         return ""
     said = f"FLOP not collected for {', '.join(rec.flops_missing)}"
     if lim.kind in ("tensor", "simt"):
         return f"{said}: the verdict stands, since uncounted work can only raise the compute %SoL"
+    line = min(NEAR_ROOF_PCT, lim.pct if lim.pct is not None else NEAR_ROOF_PCT)
+    if set(rec.flops_missing) <= set(at_most) and max(at_most.values()) < line:
+        most = ", ".join(f"{c} at most {pct:.1f} % of its peak" for c, pct in at_most.items())
+        return f"{said} ({most}): the verdict stands"
     return f"{said}: the verdict may move, since uncounted work would raise the compute %SoL"
 
 
@@ -129,10 +130,11 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
     return text + (f" — {line}" if line else "")
 
 
-def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None) -> Judgement:
-    missing = unmeasured(rec, p)
-    if missing is not None:
-        return Judgement(missing, None, "unmeasured", missing.reading, (missing.reading,))
+def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None,
+          unsettled: str | None = None, at_most: Mapping[str, float] | None = None) -> Judgement:
+    """`unsettled`: why the report cannot place the kernel on the roofline (roofs.unsettled); the
+    verdict is then provisional, from the per-unit figures in `roofs`, and unmeasured when there is
+    neither a unit's figure nor a launch figure to go on."""
     ranked = eligible(rec, roofs)
     top = ranked[0] if ranked else None
     if top is not None and (top.pct or 0.0) >= NEAR_ROOF_PCT:
@@ -140,6 +142,16 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     else:
         lim, runner = latency(rec, top, top_stall), top
     bound = KIND_BOUND[lim.kind]
-    lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim)) if x]
+    if unsettled is not None:
+        if not roofs and lim.kind == "latency":
+            missing = unmeasured(rec, unsettled)
+            return Judgement(missing, None, "unmeasured", missing.reading, (missing.reading,))
+        said = (f"{bound}-side: the {lim.name} is the busiest unit at {lim.pct:.0f} % of its peak"
+                if lim.pct is not None else _verdict(rec, lim, bound, runner, ""))
+        text = (f"provisional {said} — {unsettled}, so no roof and no %SoL: a capture with FLOP and DRAM byte "
+                "counters (kernelscope capture --set roofline, or ncu --set full) settles it")
+        said_too = (lim.reading, *[r.reading for r in roofs if r is not lim][:4], f"provisional: {unsettled}")
+        return Judgement(lim, runner, bound, text, said_too, True)
+    lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim, at_most or {})) if x]
     evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + lines
     return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines)), tuple(evidence))

@@ -61,7 +61,10 @@ def _up(f: Facts) -> str:
 
 
 def _headroom(f: Facts) -> float | None:
-    """Up to the named roof (or, for latency, the nearest one)."""
+    """Up to the named roof (or, for latency, the nearest one); a provisional verdict's busy share is
+    no roof to size from."""
+    if f.provisional:
+        return None
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
     return None if roof is None or roof.pct is None or roof.pct < SIZED_FROM_PCT else 100 / roof.pct
 
@@ -132,6 +135,8 @@ def _algorithm_action(f: Facts) -> str:
 def _headroom_expected(f: Facts) -> str:
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
     x = _headroom(f)
+    if f.provisional:
+        return "provisional verdict: no roof to size it from; compare the algorithms' duration_ns"
     if roof is None or x is None:
         return "no roof within reach to size it: compare the algorithms' duration_ns"
     return f"the {roof.name} is at {roof.pct:.0f} %: up to {x:.1f}x to that roof"
@@ -142,14 +147,23 @@ def _idle_slots(f: Facts) -> str:
     return f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty: up to {1 / waves:.1f}x if they took work"
 
 
+def _divergence_expected(f: Facts) -> str:
+    eff = f.rec.simt_efficiency_pct
+    if eff is None:
+        return (f"{f.rec.branch_divergence_pct:.0f} % of branch targets diverge (SIMT efficiency not collected, so "
+                "the lanes lost are not sized)")
+    return (f"SIMT efficiency {eff:.0f} %: the busy pipe spends {100 - eff:.0f} % of its lanes masked off; "
+            f"up to {100 / (eff or 100):.1f}x if the branches were uniform")
+
+
 def _none(f: Facts) -> None:
     return None
 
 
 LEVERS: tuple[LeverRule, ...] = (
-    LeverRule("recapture-roofline", "capture", lambda f: f.bound == "unmeasured",
+    LeverRule("recapture-roofline", "capture", lambda f: f.bound == "unmeasured" or f.provisional,
               lambda f: f"recapture with FLOP and DRAM byte counters: {ROOFLINE}",
-              lambda f: "turns 'unmeasured' into a limiter with its %SoL", _none,
+              lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL", _none,
               "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum", 3, 1),
     LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured",
               _wgmma_action,
@@ -187,8 +201,8 @@ LEVERS: tuple[LeverRule, ...] = (
               f"the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning), then {ROOFLINE}", 2, 1),
     LeverRule("fix-divergence", "source", lambda f: f.diverged,
               lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
-              lambda f: f"SIMT efficiency {f.rec.simt_efficiency_pct:.0f} %: the busy pipe spends {100 - (f.rec.simt_efficiency_pct or 0):.0f} % of its lanes masked off; up to {100 / (f.rec.simt_efficiency_pct or 100):.1f}x if the branches were uniform",
-              lambda f: 100 / (f.rec.simt_efficiency_pct or 100), f"simt_efficiency_pct near 100 and the pipe % per FLOP falls: {ROOFLINE}", 3, 2),
+              _divergence_expected,
+              lambda f: None if f.rec.simt_efficiency_pct is None else 100 / (f.rec.simt_efficiency_pct or 100), f"simt_efficiency_pct near 100 and the pipe % per FLOP falls: {ROOFLINE}", 3, 2),
     LeverRule("cut-instructions", "source", lambda f: f.limiter.kind in ("pipe", "issue"),
               lambda f: "fewer instructions per result: fast-math intrinsics, fewer passes over the data, vector loads, less index arithmetic",
               lambda f: f"the {f.limiter.name} is {f.limiter.pct:.0f} % busy: time follows the instructions it issues",

@@ -36,9 +36,9 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
     if rec.achieved_dram_tbps is not None and mem.value:
         pct_mem = 100.0 * rec.achieved_dram_tbps / mem.value
     total = rec.flops_total
-    if rec.flops is None or not total or not rec.duration_ns:
-        return Placement(None, None, None, mem.key, mem.value or 0.0, None,
-                         0.0 if total == 0 else None, pct_mem, ())
+    if rec.flops is None or not total or not rec.duration_ns:  # no work counted: 0 % only if no class is missing
+        zero = total == 0 and not rec.flops_missing
+        return Placement(None, None, None, mem.key, mem.value or 0.0, None, 0.0 if zero else None, pct_mem, ())
     at_peak_ns: dict[str, float] = {}
     ceilings: dict[str, Ceiling] = {}
     for cls, flop in rec.flops.items():

@@ -20,9 +20,9 @@ PIPE_NAMES: dict[str, str] = {
 def sm_clock(rec: KernelRecord) -> tuple[float | None, str]:
     """The SM clock a launch ran at, capped at the device's maximum: a kernel of a few µs reads above
     it (2.26 GHz on a 1.98 GHz H200, docs/hopper-measurements.md §5)."""
-    clock, khz = rec.sm_clock_hz, rec.metrics.get(C.MAX_SM_CLOCK_KHZ)
-    if clock is not None and khz and clock > khz * 1e3:
-        return khz * 1e3, f"SM clock read {clock / 1e6:.0f} MHz, above the device maximum {khz / 1e3:.0f} MHz: capped"
+    clock, top = rec.sm_clock_hz, rec.max_sm_clock_hz
+    if clock is not None and top and clock > top:
+        return top, f"SM clock read {clock / 1e6:.0f} MHz, above the device maximum {top / 1e6:.0f} MHz: capped"
     return clock, ""
 
 
@@ -87,13 +87,26 @@ def l2_share(rec: KernelRecord) -> float | None:
 
 
 def l2_roof(rec: KernelRecord) -> Limiter | None:
-    if rec.l2_throughput_pct is None:
+    """L2 bandwidth: its data paths' sectors (tag and data stage), not lts__throughput, which is the
+    busiest L2 sub-unit (crossbar ports included) and reads high on kernels far from L2 bandwidth."""
+    if rec.l2_sectors_pct is None:
         return None
     share = l2_share(rec)
-    reading = f"L2 {rec.l2_throughput_pct:.0f} % of its peak throughput (lts__throughput, elapsed cycles)"
+    reading = (f"L2 {rec.l2_sectors_pct:.0f} % of its bandwidth (the busier of lts__t_sectors and lts__d_sectors, "
+               "elapsed cycles)")
     if share is not None and rec.l2_bytes is not None:
         reading += f"; {rec.l2_bytes / 1e6:.0f} MB through L2 = {share:.1f}x the DRAM bytes"
-    return Limiter("l2", C.L2_PCT, "L2 roof", rec.l2_throughput_pct, None, None, reading)
+    if rec.l2_throughput_pct is not None:
+        reading += f"; lts__throughput (its busiest sub-unit) {rec.l2_throughput_pct:.0f} %"
+    return Limiter("l2", C.L2_SECTOR_PCTS[0], "L2 roof", rec.l2_sectors_pct, None, None, reading)
+
+
+def dram_busy_roof(rec: KernelRecord) -> Limiter | None:
+    """ncu's DRAM throughput, for a report with no DRAM byte counters (a provisional verdict)."""
+    if rec.dram_throughput_pct is None:
+        return None
+    return Limiter("hbm", C.DRAM_PCT[0], "HBM (ncu DRAM throughput)", rec.dram_throughput_pct, None, None,
+                   f"DRAM throughput {rec.dram_throughput_pct:.0f} % of peak (ncu SpeedOfLight; no DRAM byte counters)")
 
 
 def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
@@ -122,7 +135,24 @@ def sm_roofs(rec: KernelRecord) -> list[Limiter]:
     return out
 
 
-def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> list[Limiter]:
-    """Every roof the record has figures for, highest first."""
-    found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
+def unsettled(rec: KernelRecord, p: Placement) -> str | None:
+    """Why the report cannot settle a roofline verdict (no FLOP or DRAM bytes to place it, or tensor
+    work whose FLOP were not collected while the tensor pipe ran), or None when it can."""
+    if p.pct_sol_compute is None or p.pct_sol_memory is None:
+        missing = ", ".join(f for f in ("flops", "dram_bytes", "duration_ns") if f in rec.unmeasured)
+        return f"{missing or 'a ceiling (' + (p.compute_ceiling_key or 'compute') + ')'} not measured"
+    tensor = [c for c in C.TENSOR_FLOPS if c in (rec.flops or {})]
+    if not tensor and rec.tensor_pipe_active_pct != 0:
+        busy = "unmeasured" if rec.tensor_pipe_active_pct is None else f"{rec.tensor_pipe_active_pct:.0f} % busy"
+        return f"no tensor FLOP counter collected while the tensor pipe was {busy}"
+    return None
+
+
+def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement, provisional: bool) -> list[Limiter]:
+    """Every roof the record has figures for, highest first. Provisional: the per-unit figures alone
+    (pipes, the tensor pipe among them, issue slots, L2, ncu's DRAM throughput), none a FLOP rate."""
+    if provisional:
+        found = [dram_busy_roof(rec), l2_roof(rec), *sm_roofs(rec)]
+    else:
+        found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
     return sorted((c for c in found if c is not None), key=lambda c: -(c.pct or 0.0))

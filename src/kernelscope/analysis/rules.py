@@ -22,7 +22,9 @@ L2_REUSE_RATIO = 2.0
 # twice that is launch overhead, whatever its figures.
 EMPTY_KERNEL_NS = 1_660.0
 LAUNCH_BOUND_NS = 2 * EMPTY_KERNEL_NS
-GRID_WAVES = 0.8  # under this many waves, 20 % or more of the SMs' block slots get no block
+# Under one full wave every CTA runs alone on its SM for the whole kernel, with no second CTA to overlap
+# its prologue and epilogue: ncu's SOLBottleneck "Small Grid" line (SpeedOfLight.py: waves < 1).
+GRID_WAVES = 1.0
 DIVERGENCE_PCT = 20.0  # branch targets not uniform across the warp
 SIMT_EFFICIENCY_PCT = 80.0  # active threads per executed instruction, % of 32
 DOMINANT_STALL_PCT = 30.0  # one reason holds this share of stalled warp-cycles
@@ -71,6 +73,7 @@ class Facts:
 
     rec: KernelRecord
     bound: Bound
+    provisional: bool  # no roofline placement: the busiest unit's figures only
     limiter: Limiter
     runner_up: Limiter | None
     prov: Provenance
@@ -95,7 +98,8 @@ class Facts:
 
     @property
     def at_roof(self) -> bool:
-        return self.ge(self.limiter.pct, AT_ROOF_PCT)
+        """A provisional verdict's unit figure is a busy share, not a roof reached."""
+        return not self.provisional and self.ge(self.limiter.pct, AT_ROOF_PCT)
 
     @property
     def designed_stall(self) -> bool:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import math
 
 from ..ceilings import DeviceCeilings
-from ..model import Assessment, KernelRecord
+from ..model import Assessment, KernelRecord, Limiter
 from .categories import categorize
 from .judge import judge
 from .levers import levers
 from .ncu_verdicts import compare
 from .provenance import classify
 from .roofline import place
-from .roofs import candidates
+from .roofs import candidates, unsettled
 from .rules import LIMITERS, PRECISION_STEP, Facts
 
 GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
@@ -46,16 +46,42 @@ def path_ratio(rec: KernelRecord, dev: DeviceCeilings) -> float | None:
     return ratio if ratio is not None and ratio < 1 else None
 
 
+def most_possible(rec: KernelRecord, dev: DeviceCeilings) -> dict[str, float]:
+    """For each missing FLOP class with a known most (flops_at_most), that most as % of its datasheet peak."""
+    out = {}
+    for cls, flop in (rec.flops_at_most or {}).items():
+        peak = dev.for_precision(cls).value
+        if peak and rec.duration_ns:
+            out[cls] = 100 * flop / (rec.duration_ns * 1e3) / peak
+    return out
+
+
+def verdict_roof(a: Assessment) -> Limiter | None:
+    """The roof the verdict stands on: the limiter, or for a latency-bound kernel (no roof reached)
+    the nearest roof, so a row says how far it is from any. Provisional: the busiest unit."""
+    if a.limiter.pct is not None:
+        return a.limiter
+    return a.runner_up if a.runner_up is not None and a.runner_up.pct is not None else None
+
+
+def roof_pct(a: Assessment) -> float | None:
+    """The verdict's roof %: what `pct_sol` and every table's "roof %" show. None when provisional:
+    a unit's busy share is not a %SoL."""
+    roof = verdict_roof(a)
+    return None if roof is None or a.provisional else roof.pct
+
+
 def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
-    roofs = candidates(rec, dev, p)
-    j = judge(rec, p, roofs, top)
+    why = unsettled(rec, p)
+    roofs = candidates(rec, dev, p, provisional=why is not None)
+    j = judge(rec, p, roofs, top, why, most_possible(rec, dev))
     prov = classify(rec)
     category = categorize(rec.name, rec.name_full)[0]
     facts = Facts(
-        rec=rec, bound=j.bound, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
+        rec=rec, bound=j.bound, provisional=j.provisional, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
         top_stall=top, top_stall_pct=stalls.get(top) if top else None, tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
@@ -73,6 +99,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
         pct_sol_compute=p.pct_sol_compute,
         pct_sol_memory=p.pct_sol_memory,
         bound=j.bound,
+        provisional=j.provisional,
         verdict=j.verdict,
         limiter=j.limiter,
         runner_up=j.runner_up,

@@ -41,8 +41,10 @@ def cell_manifests(cell: Mapping[str, Any], cell_id: str) -> list[BundleManifest
 
 
 def has_roofline(cell: Mapping[str, Any]) -> bool:
-    """Some kernel of the cell has a roofline verdict (FLOP and byte counters were collected)."""
-    return any(k.get("bound") not in (None, "unmeasured") for k in cell.get("kernels", []))
+    """Some kernel of the cell has a roofline verdict (FLOP and byte counters were collected): neither
+    unmeasured nor provisional."""
+    return any(k.get("bound") not in (None, "unmeasured") and not k.get("provisional")
+               for k in cell.get("kernels", []))
 
 
 def cell_context(cell: Mapping[str, Any], config: Mapping[str, Any], cell_id: str) -> dict[str, Any]:
@@ -81,13 +83,14 @@ def check(config: Mapping[str, Any], cells: Mapping[str, Mapping[str, Any]]) -> 
     measured = {cid for cid, c in cells.items() if has_roofline(c)}
     for cid, cell in cells.items():
         for k in cell.get("kernels", []):
-            if k.get("bound") == "unmeasured" and k.get("pct_sol") is not None:
-                failures.append(f"{cid}/{k['name']}: claims pct_sol {k['pct_sol']} with bound unmeasured")
+            if (k.get("bound") == "unmeasured" or k.get("provisional")) and k.get("pct_sol") is not None:
+                failures.append(f"{cid}/{k['name']}: claims pct_sol {k['pct_sol']} with a bound that is "
+                                f"{'provisional' if k.get('provisional') else 'unmeasured'}")
     for claim in config.get("claims") or []:
         cid = claim.get("cell")
         if "pct_sol" in claim and cid not in measured:
-            failures.append(f"claim of pct_sol {claim['pct_sol']} on cell {cid!r} rests only on unmeasured kernels "
-                            "(no FLOP/byte counters): recapture with --set roofline")
+            failures.append(f"claim of pct_sol {claim['pct_sol']} on cell {cid!r} rests only on unmeasured or "
+                            "provisional kernels (no FLOP/byte counters): recapture with --set roofline")
     for comp in config.get("comparisons") or []:
         base, cand = comp.get("baseline"), comp.get("candidate")
         if base not in cells or cand not in cells:

@@ -100,7 +100,8 @@ class KernelDiff:
         if self.failed:
             return "FAIL"
         moved = any(self.moved(n) for n in self.changes)
-        return "moved" if moved or self.base.representative.bound != self.cand.representative.bound else "same"
+        bounds = {kernels.bound_cell(side.representative) for side in (self.base, self.cand)}
+        return "moved" if moved or len(bounds) > 1 else "same"
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,8 @@ def _change_text(scale: float, spec: str) -> Any:
 
 
 def _bound(k: KernelDiff) -> str:
-    b = k.base.representative.bound if k.base else "—"
-    c = k.cand.representative.bound if k.cand else "—"
+    b = kernels.bound_cell(k.base.representative) if k.base else "—"
+    c = kernels.bound_cell(k.cand.representative) if k.cand else "—"
     return b if b == c else f"{b} → {c}"
 
 
@@ -213,7 +214,7 @@ def table(cmp: Comparison, title: str) -> Table:
     for i, n in enumerate(shown):
         head, scale, spec = _spec(n)
         cols.append(Col(n, head, _change_text(scale, spec), right=True, drop=0 if i == 0 else 10 + i))
-    cols.append(Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.split(" → ")[-1]), drop=3))
+    cols.append(Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.split(" → ")[-1].rstrip("?")), drop=3))
     rows = []
     for k in cmp.kernels:
         row: list[Any] = [k.rank, k.name, k.status]

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..analysis.frontier import FrontierItem
 from ..analysis.groups import Key
+from ..analysis.verdict import roof_pct, verdict_roof
 from ..errors import InputError
 from ..ingest.names import short_name, template_name
 from ..ingest.units import parse_number
@@ -91,7 +92,7 @@ class JoinRow:
     nsys_total_ms: float | None
     dram_pct: float | None
     sm_pct: float | None
-    roof: str | None  # the roof the verdict stands on (kernels.nearest_roof)
+    roof: str | None  # the roof the verdict stands on (analysis.verdict.verdict_roof)
     roof_pct: float | None  # % of it, at the kernel's clock
     verdict: str
 
@@ -189,11 +190,11 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
         weight = ms if nsys else pct
         if weight is not None:
             weights[(r.group.source, full)] = weight
-        roof = kernels.nearest_roof(a)
+        roof = verdict_roof(a)
         rows.append(JoinRow(r.rank, r.name, (labels or {}).get(a.record.source, a.record.source),
                             None if r.total_ns is None else r.total_ns / 1e3, pct, ms,
                             a.record.dram_throughput_pct, a.record.sm_busy_pct,
-                            None if roof is None else kernels.roof_name(roof), None if roof is None else roof.pct,
+                            None if roof is None else kernels.roof_name(roof), roof_pct(a),
                             a.verdict))
     basis = "nsys totals" if nsys else "sample shares"
     front = kernels.kernel_frontier(ranked, weights or None, basis)

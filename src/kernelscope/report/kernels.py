@@ -18,13 +18,15 @@ from typing import Any
 from ..analysis.frontier import FrontierItem, frontier
 from ..analysis.frontier import ranked as ranked_frontier
 from ..analysis.groups import KernelGroup, Key, display_names, group
+from ..analysis.verdict import roof_pct, verdict_roof
 from ..columns import BY_NAME, value
 from ..model import Assessment, Limiter
 from .style import BOUND_ANSI
 from .table import NAME, ORIGIN, Col, Table
 
 # how a column-spec unit reads at a given scale
-_SHOWN = {("ns", 1e-3): "µs", ("% of SoL", 1.0): "%", ("% of peak", 1.0): "%", ("% of max warps", 1.0): "%",
+_SHOWN = {("ns", 1e-3): "µs", ("% of SoL", 1.0): "%", ("% of the roof", 1.0): "%", ("% of peak", 1.0): "%",
+          ("% of max warps", 1.0): "%",
           ("FLOP/byte", 1.0): "FLOP/B", ("TFLOP/s", 1.0): "TFLOP/s", ("TB/s", 1.0): "TB/s",
           ("byte", 1 / 1024): "KiB", ("register", 1.0): "", ("waves", 1.0): ""}
 
@@ -119,14 +121,6 @@ def number(spec: str, scale: float = 1.0) -> Any:
     return lambda v: format(v * scale, spec)
 
 
-def nearest_roof(a: Assessment) -> Limiter | None:
-    """The roof the verdict stands on: the limiter, or for a latency-bound kernel (no roof reached)
-    the nearest roof, so the row says how far it is from any."""
-    if a.limiter.pct is not None:
-        return a.limiter
-    return a.runner_up if a.runner_up is not None and a.runner_up.pct is not None else None
-
-
 def judgement(a: Assessment) -> list[tuple[str, str]]:
     """What a verdict stands on, as (label, text) lines for the detailed views: the kernel's full
     name, the figures that decided it, ncu's own verdict and rules beside it, and who owns the code
@@ -145,6 +139,11 @@ def judgement(a: Assessment) -> list[tuple[str, str]]:
 
 def roof_name(r: Limiter) -> str:
     return r.name.replace(" roof", "")
+
+
+def bound_cell(a: Assessment) -> str:
+    """The bound as a table shows it: a provisional one marked `?`."""
+    return f"{a.bound}?" if a.provisional else a.bound
 
 
 # (column-spec name, label, scale, format, hidden-when-narrow rank)
@@ -178,7 +177,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         cols.append(Col("launch_id", "launch", right=True, drop=1))
     cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), number(".1f", 1e-3), right=True),
              Col("time_share_pct", "time %", number(".1f"), right=True, drop=2),
-             Col("bound", "bound", colour=BOUND_ANSI.get),
+             Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.rstrip("?"))),
              Col("roof", "roof", drop=3), Col("roof_pct", "roof %", number(".0f"), right=True),
              *[Col(name, heading(label, name, scale), number(spec, scale), right=True, drop=drop)
                for name, label, scale, spec, drop in FIGURES],
@@ -193,9 +192,9 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
             vals.append(len(g.launches))
         if per_launch:
             vals.append(a.record.launch_id)
-        roof = nearest_roof(a)
-        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, a.bound,
-                 None if roof is None else roof_name(roof), None if roof is None else roof.pct,
+        roof = verdict_roof(a)
+        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, bound_cell(a),
+                 None if roof is None else roof_name(roof), roof_pct(a),
                  *[value(a, name) for name, *_ in FIGURES], a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)
     return Table(tuple(cols), out, title, notes)
