@@ -20,6 +20,7 @@ TALLY: Counter[str] = Counter()
 BY_CLASS: Counter[str] = Counter()  # attempts by class
 EARLIER = "files, documents, options, API types (issue 10)"
 LAST_ERROR = [""]  # the stderr of the latest CLI attempt
+LAST_OUTPUT = [""]  # and its stdout
 
 
 def _no_constant(name: str) -> Any:
@@ -38,7 +39,7 @@ def cli(argv: Sequence[str], klass: str = EARLIER) -> str:
                 code = main(list(argv))
             except SystemExit as exc:  # argparse refusing a value
                 code = exc.code if isinstance(exc.code, int) else 2
-        LAST_ERROR[0] = err.getvalue()
+        LAST_ERROR[0], LAST_OUTPUT[0] = err.getvalue(), out.getvalue()
         lines = [x for x in err.getvalue().splitlines() if x.startswith("kernelscope: error:")]
         if code == 2:
             assert len(lines) == 1 and "Traceback" not in err.getvalue(), err.getvalue()

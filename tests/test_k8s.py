@@ -40,7 +40,7 @@ def apply(doc: Any) -> None:
     kubectl("apply", "-f", "-", stdin=json.dumps(doc) if not isinstance(doc, str) else doc)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one cluster for every module that drives it (test_hostile_secrets.py too)
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     started = None
     if not os.environ.get("KUBECONFIG"):

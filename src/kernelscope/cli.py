@@ -340,10 +340,10 @@ def cmd_op(a: argparse.Namespace) -> int:
 def cmd_launch(a: argparse.Namespace) -> int:
     import shlex
 
-    from . import app
+    from . import app, redact
 
     argv = app.launch(a.target, a.port, a.ncu, dry_run=a.dry_run)
-    emit(shlex.join(argv) + "\n")
+    emit(shlex.join(redact.argv(argv)) + "\n")
     return 0
 
 

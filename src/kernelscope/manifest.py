@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import typed
+from . import redact, typed
 from .errors import InputError
 from .files import load_json
 
@@ -154,6 +154,25 @@ class BundleManifest:
         return json.dumps(typed.plain(self), indent=1, allow_nan=False) + "\n"
 
 
+def redacted(m: BundleManifest, secrets: Sequence[str] = ()) -> BundleManifest:
+    """The manifest as it may be written or shown: every command line through redact.argv, the
+    `--context` through redact.mapping, free text (errors, notes) scrubbed of the secret values
+    known (and of those its command lines hold). A capture writes it so, and every reader gets it
+    so again (a bundle written by an older kernelscope, or by hand, is shown with none)."""
+    known = (*secrets, *redact.secret_values([*m.command, *m.target]))
+
+    def argv(args: Sequence[str]) -> tuple[str, ...]:
+        return tuple(redact.argv(list(args)))
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else redact.text(value, known)
+
+    return replace(m, command=argv(m.command), target=argv(m.target), context=redact.mapping(m.context),
+                   captures=tuple(replace(c, ncu_argv=argv(c.ncu_argv), error=text(c.error)) for c in m.captures),
+                   commands_run=tuple(replace(r, argv=argv(r.argv)) for r in m.commands_run),
+                   notes=tuple(redact.text(n, known) for n in m.notes))
+
+
 def parse(doc: Any, path: Path | str) -> BundleManifest:
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise InputError(path, "not a kernelscope bundle manifest")
@@ -161,7 +180,7 @@ def parse(doc: Any, path: Path | str) -> BundleManifest:
         raise InputError(path, f"bundle manifest schema_version {doc.get('schema_version')!r}; this kernelscope "
                                f"reads {SCHEMA_VERSION} (recapture, or use the kernelscope that wrote it)")
     try:
-        return typed.build(BundleManifest, doc)
+        return redacted(typed.build(BundleManifest, doc))
     except typed.TypeProblem as exc:
         raise InputError(path, f"bad bundle manifest: {exc}") from exc
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import __version__, redact
 from ..errors import KernelscopeError
 from ..ingest import read_file
-from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping
+from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping, redacted
 from ..ncu.argv import capture_argv, import_argv, listing_argv
 from ..ncu.plan import CapturePlan, CaptureUnit
 from .bundle import publish, report_stem, staging
@@ -50,24 +50,30 @@ class Context:
     app_cuda: str | None = None  # the application's CUDA version, when known (skew diagnosis)
     commands_run: Callable[[], Sequence[CommandRun]] = tuple  # the commands so far: called when the bundle is written
     extras: Callable[[], Mapping[str, str]] | None = None  # more files for the bundle (e.g. the sister's values)
+    secrets: tuple[str, ...] = ()  # secret values known to the transport (the pod's env), masked in its logs
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _secrets(plan: CapturePlan, ctx: Context) -> tuple[str, ...]:
+    """The secret values the program was given (argv, or env ours or the plan's, or the pod's): the
+    program's output passes through ncu's log, and each is masked there."""
+    env = {**os.environ, **dict(plan.env)}
+    return (*redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())]), *ctx.secrets)
+
+
 def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureTransport, ctx: Context,
-          timeout: float, progress: Progress) -> tuple[CaptureRecord, list[Diagnosis]]:
+          timeout: float, progress: Progress, secrets: Sequence[str]) -> tuple[CaptureRecord, list[Diagnosis]]:
     stem = report_stem(unit.kernel_filter, unit.index)
     local = stage / f"{stem}.ncu-rep"
     remote = transport.report_path(local)
     argv = capture_argv(plan, unit, remote, ctx.ncu.path)
-    shown = [a.replace(str(stage), "<bundle>") for a in redact.argv(argv)]
+    shown = [a.replace(str(stage), "<bundle>") for a in argv]  # redacted with the manifest
     env = {**os.environ, **dict(plan.env)}
     progress(f"ncu {unit.kernel_filter or 'all kernels'} ({unit.index}/{len(plan.units())})")
     outcome = transport.capture(argv, remote, local, env, timeout, progress)
-    # the program's output passes through ncu's: any secret it was given (argv, or env ours or the plan's) is masked
-    secrets = redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())])
     (stage / f"{stem}.log").write_text(redact.text(outcome.output, secrets))
     profiled = tuple(PROFILED.findall(outcome.output))
     base = CaptureRecord(kernel_filter=unit.kernel_filter, kernels=unit.kernels, report=None, ncu_argv=tuple(shown),
@@ -115,22 +121,23 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
     """Capture every unit of the plan into the bundle `out`. Returns its manifest (whose `failed`
     lists the units that did not work); raises CaptureError, writing nothing, if none worked."""
     started = _now()
+    secrets = _secrets(plan, ctx)
     with staging(out) as stage:
         records: list[CaptureRecord] = []
         causes: list[Diagnosis] = []
         for unit in plan.units():
             try:
-                record, found = _unit(plan, unit, stage, transport, ctx, timeout, progress)
+                record, found = _unit(plan, unit, stage, transport, ctx, timeout, progress, secrets)
             finally:
                 transport.end_unit()
             records.append(record)
             causes += found
         if not any(r.report for r in records):
             raise CaptureError("; ".join(r.error or "no report" for r in records), causes)
-        manifest = BundleManifest(
+        manifest = redacted(BundleManifest(
             tool=f"kernelscope {__version__}",
-            command=tuple(redact.argv(ctx.command)),
-            target=tuple(redact.argv(plan.target)),
+            command=ctx.command,
+            target=plan.target,
             transport=transport.kind,
             ncu=ctx.ncu,
             gpu=transport.gpu_facts(),
@@ -149,7 +156,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             kubernetes=ctx.kubernetes,
             commands_run=tuple(ctx.commands_run()),
             context=dict(ctx.user),
-        )
+        ), secrets)
         for name, text in (ctx.extras() if ctx.extras else {}).items():
             (stage / name).write_text(text)
         publish(stage, manifest, out)

@@ -155,7 +155,7 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
             else:
                 ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx,
                                      user=req.context, app_cuda=ins.app_cuda, commands_run=kube.log,
-                                     extras=transport.extra_files)
+                                     extras=transport.extra_files, secrets=transport.secrets)
                 manifest = engine.run(plan, req.out, transport, ctx, req.timeout, say)
                 out = req.out
                 failed = [c.error or "" for c in manifest.failed]

@@ -110,20 +110,16 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
 def values(ins: Inspection, opts: SisterOptions, gpu_command: list[str], now: float | None = None) -> dict[str, Any]:
     """Helm values for templates/pod.yaml."""
     check_name("release", opts.release)
-    annotations = dict(ins.template.get("metadata", {}).get("annotations") or {})
+    annotations = {k: v for k, v in (ins.template.get("metadata", {}).get("annotations") or {}).items()
+                   if k != redact.LAST_APPLIED}  # the deployment as last applied, env values included
     return {"labels": labels(ins, opts, now), "annotations": annotations, "spec": pod_spec(ins, opts, gpu_command)}
 
 
 def redacted(vals: dict[str, Any]) -> dict[str, Any]:
-    """The values as they may be written or printed: literal values of secret-looking env masked
-    (secretKeyRef and other references carry no value and stay), commands' secrets masked."""
-    out = copy.deepcopy(vals)
-    for c in [*(out["spec"].get("initContainers") or []), *(out["spec"].get("containers") or [])]:
-        if "env" in c:
-            c["env"] = redact.env_entries(c["env"])
-        for key in ("command", "args"):
-            if key in c:
-                c[key] = redact.argv([str(x) for x in c[key]])
+    """The values as they may be written or printed (see redact.kube): literal values of secret
+    env and headers masked (secretKeyRef and other references carry no value and stay), commands'
+    and annotations' secrets masked."""
+    out: dict[str, Any] = redact.kube(vals)
     return out
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .. import redact
 from ..capture.bundle import parse_gpu_facts
 from ..capture.transport import Outcome, Progress, complete_report
 from ..errors import KubeError
@@ -73,6 +74,8 @@ class PodTransport:
         self.facts: GpuFacts | None = None
         self.values: dict[str, Any] | None = None  # the last sister's values (for the bundle, redacted)
         self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
+        # the literal secrets the pod is given (template env, annotations, serving command): masked in its logs
+        self.secrets = (*redact.kube_secret_values(ins.template), *redact.secret_values(self.serving))
         self.unit = 0
 
     # -- the engine's protocol -------------------------------------------------------------------
@@ -202,7 +205,7 @@ class PodTransport:
             if code not in (126, 127):  # 126/127: no such program here
                 self.replies.append({"unit": self.unit, "t_s": round(start - t0, 2),
                                      "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
-                                     "exit_code": code, "reply": (reply or "")[-2000:]})
+                                     "exit_code": code, "reply": redact.text((reply or "")[-2000:], self.secrets)})
                 return code == 0
         return False
 
@@ -244,7 +247,7 @@ class PodTransport:
                     log = self.kube.k("logs", self.pod or "", "-c", st.culprit, "--tail=20", check=False) or ""
                 tail = " | ".join((errors or log.strip().splitlines())[-5:])
                 why = st.failure or "ncu reported an error"
-                raise KubeError(f"{self.pod}: {why}" + (f"; log: {tail}" if tail else ""))
+                raise KubeError(f"{self.pod}: " + redact.text(why + (f"; log: {tail}" if tail else ""), self.secrets))
             if st.running and self.strategy == "attach" and self.session is None:
                 self._start_attach(argv)
             if st.ready and not ready:

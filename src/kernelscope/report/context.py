@@ -46,7 +46,7 @@ def header(manifests: Iterable[BundleManifest], campaign: Mapping[str, Any] | No
            devices: set[str], extra: Mapping[str, Any]) -> dict[str, str]:
     """Field -> text, in FIELDS order, then what the analysis itself used (ceilings, tool)."""
     found = list(manifests)
-    ctx = dict((campaign or {}).get("context") or {})
+    ctx = redact.mapping((campaign or {}).get("context") or {})  # a config's serving_config is a command line too
     for m in found:  # what the capture itself recorded (--context model=...) fills what the campaign left open
         for k, v in m.context.items():
             ctx.setdefault(k, v)
