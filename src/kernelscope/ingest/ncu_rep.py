@@ -11,6 +11,7 @@ from typing import Any
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
 from ..model import RawKernel, RuleResult
+from .detect import check_ncu_rep_framing
 from .units import measured, unit_factor
 
 # ncu's rule message types (NvRules.MsgType)
@@ -95,10 +96,14 @@ class _Metrics:
 
 @contextmanager
 def _loaded(path: Path, shown: str) -> Iterator[Any]:
-    """The report's context, for as long as it is read. ncu_report opens a report by a text name,
-    and reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy
-    file name, its bytes as surrogates here) is opened through a link with a plain name, kept
-    until the reading ends."""
+    """The report's context, for as long as it is read, once its framing is whole and ncu_report
+    finds every launch its blocks declare (detect.py: ncu_report reads a damaged file without
+    complaint, and silently gives fewer launches). ncu_report opens a report by a text name, and
+    reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy file
+    name, its bytes as surrogates here) is opened through a link with a plain name, kept until the
+    reading ends."""
+    with path.open("rb") as fh:
+        framing = check_ncu_rep_framing(fh, shown)
     with ExitStack() as stack:
         try:
             str(path).encode("utf-8")
@@ -114,13 +119,21 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
             raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
         if context is None:
             raise InputError(shown, "not a readable .ncu-rep report")
+        found = _count(context)
+        if not framing.other_results and found != framing.results:  # range, graph results: counted apart
+            raise InputError(shown, f"ncu_report reads {found:,} of the {framing.results:,} launches the file's "
+                                    "blocks hold: the report is damaged")
         yield context
+
+
+def _count(context: Any) -> int:
+    return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
 
 
 def launches(path: Path) -> int:
     """How many profiled launches the report holds (loading it reads no launch)."""
     with _loaded(path, str(path)) as context:
-        return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
+        return _count(context)
 
 
 def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None) -> Iterator[RawKernel]:

@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..files import bounded_file
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
-from .detect import check_ncu_rep_framing, sniff
+from .detect import sniff
 
 NO_LAUNCHES = "holds no profiled kernel launches"
 REPORT_PART = 256  # launches, ~0.3 s to read: over a worker's start (~0.15 s); parts from 512 launches
@@ -93,8 +93,6 @@ def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
     bounded_file(path, what="report")
     with path.open("rb") as fh:
         kind = sniff(fh.read(4096))
-        if kind == "ncu-rep":
-            check_ncu_rep_framing(fh, str(path))
     if kind == "ncu-rep":
         count = ncu_rep.launches(path)
         share = -(-count // min(jobs, count // REPORT_PART or 1))
