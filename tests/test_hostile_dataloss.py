@@ -1,13 +1,16 @@
-"""Data lost with exit 0 (issue 18): a report is read whole or refused. Real files cut: a report
-cut at every one of its block boundaries, damaged where ncu_report loses launches or aborts, and a
-bundle's report cut between launches. Each ends handled with every launch, or as one clean error
-naming the file and what is wrong; hostile.py counts them under KLASS."""
+"""Data lost with exit 0 (issue 18): a report is read whole or refused. Real files cut, joined and
+edited: a report cut at every one of its block boundaries, a raw CSV cut inside its last line (one
+process or parts over workers), a details page whose launch ID is given to two kernels, exports
+joined with `cat`. Each ends handled with every launch, or as
+one clean error naming the file and what is wrong; hostile.py counts them under KLASS."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -15,15 +18,19 @@ from pathlib import Path
 import ncu_report
 import pytest
 
+from conftest import raw_csv_variant
 from hostile import LAST_ERROR, api, cli
 from kernelscope import load
 from kernelscope.ingest import ncu_rep
 from kernelscope.ingest.detect import blocks
 from kernelscope.manifest import sha256_file
+from kernelscope.report import stream
 
 KLASS = "data lost: truncated, merged, unknown units"
 FX = Path(__file__).parent / "fixtures"
 MANY = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"
+RAWS = ("gemm_bf16-raw.csv", "decode_gemm-raw.csv")
+DETAILS = FX / "decode_gemm-details.csv"
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +151,110 @@ def test_a_bundle_report_cut_between_launches_is_refused(many: Path, tmp_path: P
     assert ncu_rep.launches(bundle / report) == 151  # read alone: a whole report of 151 launches
     assert cli(["analyze", str(bundle), "--format", "json"], klass=KLASS) == "clean"
     assert "is not the report its bundle's manifest recorded at capture (its sha256 differs)" in LAST_ERROR[0]
+
+
+def lf_export(dst: Path, copies: int) -> Path:
+    """A raw export of `copies` times the real fixture rows, with ncu's own line ends (\\n)."""
+    raw_csv_variant(FX / RAWS[0], dst, copies=copies)
+    dst.write_bytes(dst.read_bytes().replace(b"\r\n", b"\n"))
+    return dst
+
+
+def cut_points(line: bytes, start: int) -> list[int]:
+    """Offsets into the file at which to cut its last line `line` (starting at `start`): inside its
+    first and last field, just after a field's closing quote and after its delimiter, and mid-field."""
+    quotes = [m.start() for m in re.finditer(b'"', line)]
+    picks = [1, 3, quotes[1] + 1, quotes[2], quotes[len(quotes) // 2] + 2, len(line) - 4, len(line) - 2,
+             len(line) - 1]
+    return [start + p for p in picks]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_raw_csv_cut_inside_a_line_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """Cut inside its last line, one process or parts over workers: one error, never the launches
+    before the cut (before: a cut in the last field read every launch, that one with its last figure
+    cut short, with exit 0). Cut at the line's end, the last launch is whole: all are read."""
+    monkeypatch.setattr(stream, "PART_BYTES", 40_000)
+    path = lf_export(tmp_path / "full.csv", copies=12)
+    data = path.read_bytes()
+    start = data.rindex(b"\n", 0, len(data) - 1) + 1
+    cut = tmp_path / "cut.csv"
+    for end in cut_points(data[start:-1], start):
+        cut.write_bytes(data[:end])
+        assert cli(["analyze", str(cut), "--format", "json", "--jobs", jobs], klass=KLASS) == "clean", end
+        assert str(cut) in LAST_ERROR[0] and "line 14" in LAST_ERROR[0], LAST_ERROR[0]
+    for end in (len(data) - 1, len(data)):  # without its last line end, or with it
+        cut.write_bytes(data[:end])
+        assert cli(["analyze", str(cut), "--format", "csv", "--jobs", jobs], klass=KLASS) == "handled"
+        assert len(load(cut)) == 12
+
+
+def test_a_large_raw_csv_cut_in_its_last_field_is_refused_in_parts(tmp_path: Path) -> None:
+    """The issue's case: 2,000 launches (25 MB, four 8 MB parts), cut inside launch 1,482's last
+    field: before, `--jobs 1` and `--jobs 2` both read 1,482 launches with exit 0."""
+    data = lf_export(tmp_path / "big.csv", copies=2000).read_bytes()
+    line_ends = [m.end() for m in re.finditer(b"\n", data)]
+    cut = tmp_path / "cut.csv"
+    cut.write_bytes(data[:line_ends[1483] - 4])  # lines 1, 2: header and units; the cut is in line 1,484
+    for jobs in ("1", "2"):
+        assert cli(["analyze", str(cut), "--format", "json", "--jobs", jobs], klass=KLASS) == "clean"
+        assert "line 1484: the file ends inside a quoted field (it was cut short)" in LAST_ERROR[0]
+
+
+def details_rows() -> list[list[str]]:
+    return list(csv.reader(DETAILS.open(newline="")))
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return path
+
+
+def renamed(rows: list[list[str]], column: str, value: str) -> list[list[str]]:
+    at = details_rows()[0].index(column)
+    return [[value if i == at else v for i, v in enumerate(r)] for r in rows]
+
+
+@pytest.mark.parametrize(("case", "problem"), [
+    ("another kernel, the same ID", "line 143: launch ID 0 holds a second kernel (line 2: "
+                                    "'nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT', here: 'other_kernel')"),
+    ("the same kernel twice, one ID", "line 143: launch ID 0 gives 'dram__bytes_read.sum' twice"),
+    ("an ID again after another", "line 284: launch ID 0 again, after other launches (its rows began at line 2)"),
+    ("another grid, the same ID", "line 143: launch ID 0 holds a second kernel"),
+    ("an ID that is no number", "line 143: the ID 'n/a' is not a launch number"),
+])
+def test_details_launches_sharing_an_id_are_refused(tmp_path: Path, case: str, problem: str) -> None:
+    """Before, each read as one launch holding both kernels' figures (the last one's winning)."""
+    header, *rows = details_rows()
+    more = {"another kernel, the same ID": renamed(rows, "Kernel Name", "other_kernel"),
+            "the same kernel twice, one ID": rows,
+            "an ID again after another": renamed(rows, "ID", "1") + rows,
+            "another grid, the same ID": renamed(rows, "Grid Size", "(4, 64, 1)"),
+            "an ID that is no number": renamed(rows, "ID", "n/a")}[case]
+    path = write_csv(tmp_path / "shared.csv", [header, *rows, *more])
+    assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
+    assert str(path) in LAST_ERROR[0] and problem in LAST_ERROR[0], LAST_ERROR[0]
+
+
+def test_details_launches_with_their_own_ids_are_read(tmp_path: Path) -> None:
+    header, *rows = details_rows()
+    path = write_csv(tmp_path / "two.csv", [header, *rows, *renamed(rows, "ID", "1")])
+    assert [k.launch_id for k in load(path)] == [0, 1]
+
+
+@pytest.mark.parametrize("joined", ["raw + raw", "raw + raw, BOM", "details + details", "raw + units again"])
+def test_exports_joined_with_cat_are_refused(tmp_path: Path, joined: str) -> None:
+    """`cat a.csv b.csv`: before, the second header row read as a phantom kernel named
+    "Kernel Name" (raw) or as launch "ID" (details)."""
+    raw = [(FX / f).read_bytes() for f in RAWS]
+    parts = {"raw + raw": raw, "raw + raw, BOM": [raw[0], b"\xef\xbb\xbf" + raw[1]],
+             "details + details": [DETAILS.read_bytes()] * 2,
+             "raw + units again": [raw[0], raw[1].split(b"\n", 1)[1]]}[joined]
+    path = tmp_path / "joined.csv"
+    path.write_bytes(b"".join(parts))
+    assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
+    problem = {"raw + units again": "line 4 names no kernel: a units row again (two exports joined into one file?)",
+               "details + details": "line 143 is a header row again: two exports joined into one file?"}.get(
+        joined, "line 4 is a header row again: two exports joined into one file?")
+    assert f"{path}: {problem}" in LAST_ERROR[0], LAST_ERROR[0]

@@ -6,9 +6,9 @@ of Python from CSV row to JSON text, and ncu_report spends ~0.7 ms reading a lau
 A CSV part is read strictly: each of its lines must be one record by the fast split
 (csv_pages.records), which ncu's exports are. Then the parts' launches are, in order, the launches
 a whole-file read gives. A part that holds anything else (a quoted field over lines, an escaped
-quote, bad UTF-8, a malformed row) is read again, with the rest of the file, in one stream from the
-part's start (`read_from`): its first line starts a record, since every line before it was one, and
-the stream reads, and words any error, as a whole-file read would.
+quote, bad UTF-8, a malformed row, a last line cut short) is read again, with the rest of the file,
+in one stream from the part's start (`read_from`): its first line starts a record, since every
+line before it was one, and the stream reads, and words any error, as a whole-file read would.
 """
 
 from __future__ import annotations
