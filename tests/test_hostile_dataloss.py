@@ -1,7 +1,7 @@
 """Data lost with exit 0 (issue 18): a report is read whole or refused. Real files cut, joined and
 edited: a report cut at every one of its block boundaries, a raw CSV cut inside its last line (one
 process or parts over workers), a details page whose launch ID is given to two kernels, exports
-joined with `cat`. Each ends handled with every launch, or as
+joined with `cat`, and unit cells ncu does not write. Each ends handled with every launch, or as
 one clean error naming the file and what is wrong; hostile.py counts them under KLASS."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import pytest
 from conftest import raw_csv_variant
 from hostile import LAST_ERROR, api, cli
 from kernelscope import load
-from kernelscope.ingest import ncu_rep
+from kernelscope.ingest import ncu_rep, read_file
 from kernelscope.ingest.detect import blocks
+from kernelscope.ingest.units import unit_factor
 from kernelscope.manifest import sha256_file
 from kernelscope.report import stream
 
@@ -258,3 +259,68 @@ def test_exports_joined_with_cat_are_refused(tmp_path: Path, joined: str) -> Non
                "details + details": "line 143 is a header row again: two exports joined into one file?"}.get(
         joined, "line 4 is a header row again: two exports joined into one file?")
     assert f"{path}: {problem}" in LAST_ERROR[0], LAST_ERROR[0]
+
+
+def raw_edited(tmp_path: Path, column: str, unit: str) -> Path:
+    header, units, *rows = list(csv.reader((FX / RAWS[0]).open(newline="")))
+    units[header.index(column)] = unit
+    return write_csv(tmp_path / f"unit-{len(list(tmp_path.iterdir()))}.csv", [header, units, *rows])
+
+
+DURATION, READ = "gpu__time_duration.sum", "dram__bytes_read.sum"
+
+
+@pytest.mark.parametrize(("column", "unit"), [(DURATION, "µs"), (DURATION, "minute"), (DURATION, "US"),
+                                              (DURATION, "usec"), (READ, "kbyte"), (READ, "KB"), (READ, "GB"),
+                                              (READ, "Kibyte"), (READ, "Mbyte/"), (READ, "byte/s/s")])
+def test_an_unknown_unit_on_a_figure_read_is_refused(tmp_path: Path, column: str, unit: str) -> None:
+    """Before, each was read as the base unit: the GEMM's 338 µs as 338 ns (82,124 % of the compute
+    ceiling, 20,344 % of HBM's), its 302 MB read from DRAM as 302 bytes. Left unmeasured, the figure
+    would change the verdict as silently, so it is an error naming the file, the column and the unit."""
+    path = raw_edited(tmp_path, column, unit)
+    assert cli(["analyze", str(path), "--format", "json"], klass=KLASS) == "clean"
+    assert f"{path}: column {column} (units row) is in {unit!r}, a unit ncu does not write" in LAST_ERROR[0]
+
+
+def test_an_unknown_unit_in_a_details_page_is_refused(tmp_path: Path) -> None:
+    rows = details_rows()
+    label = rows[0].index("Metric Name")
+    for row in rows:
+        if row[label] == "Duration":
+            row[label + 1] = "µs"
+    path = write_csv(tmp_path / "details.csv", rows)
+    assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
+    assert (f"{path}: line 67: GPU Speed Of Light Throughput / Duration is in 'µs', a unit ncu does not write"
+            in LAST_ERROR[0])
+
+
+def test_an_unknown_unit_on_a_figure_not_read_is_passed_over(tmp_path: Path) -> None:
+    path = raw_edited(tmp_path, "Context", "minute")
+    assert [k.launch_id for k in load(path)] == [0]
+
+
+@pytest.mark.parametrize(("column", "unit", "factor"), [(DURATION, "nsecond", 1.0), (DURATION, "usecond", 1e3),
+                                                        (DURATION, "ms", 1e6), (DURATION, "second", 1e9),
+                                                        (READ, "byte", 1.0), (READ, "Kbyte", 1e3),
+                                                        (READ, "Gbyte", 1e9), (READ, "Tbyte", 1e12)])
+def test_the_units_ncu_writes_scale_to_base(tmp_path: Path, column: str, unit: str, factor: float) -> None:
+    """The same figure under each of ncu's spellings of a scale: the real value times the scale."""
+    header, _, row = list(csv.reader((FX / RAWS[0]).open(newline="")))
+    value = float(row[header.index(column)].replace(",", ""))
+    (kernel,) = read_file(raw_edited(tmp_path, column, unit))
+    assert kernel.metrics[column] == pytest.approx(value * factor)
+
+
+def test_every_unit_in_the_real_exports_and_reports_is_known() -> None:
+    """Every unit ncu wrote in the fixtures: each column of the raw exports, each row of the details
+    pages, each metric of every report (as ncu_report gives it)."""
+    units = set()
+    for path in [*(FX / f for f in RAWS), *FX.glob("bundle_attn_causal/ncu-profiles/*-raw.csv")]:
+        units |= set(list(csv.reader(path.open(newline="")))[1])
+    rows = details_rows()
+    units |= {r[rows[0].index("Metric Unit")] for r in rows[1:]}
+    for report in FX.glob("*.ncu-rep"):
+        action = ncu_report.load_report(str(report)).range_by_idx(0).action_by_idx(0)
+        units |= {action.metric_by_name(n).unit() for n in action.metric_names()}
+    assert {"us", "Mbyte", "Kbyte", "Gbyte", "Tbyte/s", "Ghz", "hz", "ns", "sector/us", "byte/s"} <= units
+    assert [u for u in sorted(units) if unit_factor(u) is None] == []

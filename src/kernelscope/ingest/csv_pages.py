@@ -24,7 +24,7 @@ from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel
 from .names import short_name
-from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor
+from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
 
@@ -189,6 +189,18 @@ def _field(row: list[str], at: int | None) -> str:
     return row[at] if at is not None and at < len(row) else ""
 
 
+def _factors(header: list[str], units: list[str], at: list[int], source: str) -> list[float]:
+    """The unit factor of each column read; a unit ncu does not write is refused (units.py)."""
+    out = []
+    for i in at:
+        unit = units[i] if i < len(units) else ""
+        factor = unit_factor(unit)
+        if factor is None:
+            raise InputError(source, unknown(f"column {header[i]} (units row)", unit))
+        out.append(factor)
+    return out
+
+
 def _header_again(row: list[str]) -> bool:
     """A row that is an export's header: two exports joined into one file (`cat a.csv b.csv`)."""
     return bool(row) and row[0] == "ID" and KERNEL_NAME in row
@@ -206,7 +218,7 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
             raise InputError(source, "raw CSV has a header but no units row") from None
     at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
-    factors = [unit_factor(units[i] if i < len(units) else "") for i in at]
+    factors = _factors(header, units, at, source)
     pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple
     name_at = header.index(KERNEL_NAME)
     id_at, grid_at, block_at, device_at = (_column(header, c) for c in ("ID", "Grid Size", "Block Size",
@@ -281,7 +293,10 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
                 raise InputError(source, f"line {line}: launch ID {row[launch_at]} gives {label!r} twice: two "
                                          "launches share one ID")
             given.add((row[section_at], label))
-            value = _scaled(row[value_at], unit_factor(row[unit_at]))
+            factor = unit_factor(row[unit_at])
+            if factor is None:
+                raise InputError(source, f"line {line}: " + unknown(f"{row[section_at]} / {label}", row[unit_at]))
+            value = _scaled(row[value_at], factor)
             if value is not None:
                 metrics[name] = value
     if first is not None:

@@ -12,7 +12,7 @@ from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
 from ..model import RawKernel, RuleResult
 from .detect import check_ncu_rep_framing
-from .units import measured, unit_factor
+from .units import measured, unit_factor, unknown
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -68,7 +68,8 @@ class _Metrics:
     metric's kind and unit factor are taken once a report: ~100 counters a launch, each call
     through the module's wrappers costing about half a microsecond."""
 
-    def __init__(self, ncu_report: Any) -> None:
+    def __init__(self, ncu_report: Any, shown: str) -> None:
+        self.shown = shown
         kinds = ncu_report.IMetric
         self.read_as = {kinds.ValueKind_DOUBLE: kinds.as_double, kinds.ValueKind_FLOAT: kinds.as_double,
                         kinds.ValueKind_UINT32: kinds.as_uint64, kinds.ValueKind_UINT64: kinds.as_uint64}
@@ -82,8 +83,7 @@ class _Metrics:
             if metric is None:
                 continue
             if name not in how:
-                value_of = self.read_as.get(metric.kind())  # a string or no value: not a number
-                how[name] = None if value_of is None else (value_of, unit_factor(metric.unit() or ""))
+                how[name] = self._how(name, metric)
             known = how[name]
             if known is None:
                 continue
@@ -92,6 +92,16 @@ class _Metrics:
             if measured(raw) and measured(scaled):  # NaN, inf or absurd, as stored or scaled: as the CSV reader
                 metrics[name] = scaled
         return metrics
+
+    def _how(self, name: str, metric: Any) -> tuple[Any, float] | None:
+        value_of = self.read_as.get(metric.kind())
+        if value_of is None:  # a string or no value: not a number
+            return None
+        unit = text(metric.unit() or "")
+        factor = unit_factor(unit)
+        if factor is None:
+            raise InputError(self.shown, unknown(name, unit))
+        return value_of, factor
 
 
 @contextmanager
@@ -141,7 +151,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
     `start`, `stop`: only those launches (ingest/parts.py), the others left unread."""
     shown = display or str(path)
     ncu_report = _ncu_report()
-    reader = _Metrics(ncu_report)
+    reader = _Metrics(ncu_report, shown)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
     with _loaded(path, shown) as context:
         first = 0  # the launch number of the range's first action
