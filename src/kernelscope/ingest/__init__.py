@@ -19,7 +19,7 @@ from ..files import MAX_INPUT_BYTES, bounded_file
 from ..manifest import BundleManifest
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
-from .detect import check_ncu_rep_framing, sniff
+from .detect import sniff
 from .parts import NO_LAUNCHES
 
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
@@ -65,8 +65,6 @@ def _head(path: Path) -> bytes:
 
 def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
     if kind == "ncu-rep":
-        with path.open("rb") as fh:
-            check_ncu_rep_framing(fh, shown)
         yield from ncu_rep.read(path, shown)
     elif kind == "csv":
         with path.open(encoding="utf-8-sig", errors=csv_pages.TEXT_ERRORS, newline="") as fh:
@@ -138,12 +136,28 @@ def bundle_reports(directory: Path) -> list[Path]:
         where = directory / bundle_manifest_file.FILE
         if not manifest.reports:
             raise InputError(where, "bundle lists no reports (every capture in it failed)")
-        return [inside(directory, p, where) for p in manifest.reports]
+        return [_as_captured(inside(directory, p, where), manifest.artifacts_sha256.get(p)) for p in manifest.reports]
     found = sorted({p for g in REPORT_GLOBS for p in directory.rglob(g)
                     if not any(part.startswith(".") for part in p.relative_to(directory).parts)})
     if not found:
         raise InputError(directory, "directory holds no .ncu-rep reports")
     return [inside(directory, str(p.relative_to(directory)), p) for p in found]
+
+
+def _as_captured(path: Path, sha256: str | None) -> Path:
+    """A bundle's report, refused when it is not the file the capture hashed into the manifest: a
+    copy cut between two of its launches reads as a whole report of fewer (ingest/detect.py), and
+    only this record tells it apart."""
+    if sha256 is not None:
+        bounded_file(path, what="report")
+        try:
+            found = bundle_manifest_file.sha256_file(path)
+        except OSError as exc:
+            raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+        if found != sha256:
+            raise InputError(path, "is not the report its bundle's manifest recorded at capture (its sha256 "
+                                   "differs): a copy cut short, or a file changed since")
+    return path
 
 
 def input_paths(paths: Inputs) -> list[Path]:

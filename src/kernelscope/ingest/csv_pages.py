@@ -24,7 +24,7 @@ from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel
 from .names import short_name
-from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor
+from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
 
@@ -79,12 +79,17 @@ class NotSimple(Exception):
 
 def records(lines: Iterable[str], source: str, first_line: int = 1,
             strict: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of every non-empty CSV record; `strict`: each line alone, or NotSimple."""
+    """(line number, fields) of every non-empty CSV record; `strict`: each line alone, or NotSimple.
+    A file cut short is refused, never read as a shorter row: ncu quotes every field and ends every
+    line, so a last line that ends inside a quoted field, or without a line end after an unquoted
+    one (`"1.5","2` or `"1.5",`), was cut."""
     it = iter(lines)
     number = first_line - 1
     for line in it:
         number += 1
         _utf8(line, number, source)
+        if line[:1] == "\ufeff":  # a BOM past the file's start: a second file's (`cat a.csv b.csv`)
+            line = line[1:]
         body = line.rstrip("\r\n")
         if not body:
             continue
@@ -98,28 +103,41 @@ def records(lines: Iterable[str], source: str, first_line: int = 1,
         start = number
         counted = _Counting(line, it, number, source)  # the csv module pulls the lines it needs from `it`
         try:
-            fields = next(csv.reader(counted))
+            fields = next(csv.reader(counted, strict=True))
         except csv.Error as exc:
+            if counted.ended:
+                raise InputError(source, f"line {start}: the file ends inside a quoted field (it was cut "
+                                         "short)") from None
             raise InputError(source, f"line {start}: not CSV ({exc})") from exc
+        if not counted.last.endswith(("\n", "\r", '"')):
+            raise InputError(source, f"line {number + counted.lines - 1}: the file ends in the middle of the line "
+                                     "(it was cut short)")
         number += counted.lines - 1
         yield start, fields
 
 
 class _Counting:
     """The lines of one record for the csv module, from `first` (checked already) on: it counts what
-    the module pulled (a quoted field may span lines), and checks each further line's text."""
+    the module pulled (a quoted field may span lines), checks each further line's text, and keeps
+    the last line pulled and whether the file ended."""
 
     def __init__(self, first: str, rest: Iterator[str], number: int, source: str) -> None:
         self.inner, self.lines, self.number, self.source = itertools.chain([first], rest), 0, number, source
+        self.last, self.ended = first, False
 
     def __iter__(self) -> _Counting:
         return self
 
     def __next__(self) -> str:
-        line = next(self.inner)
+        try:
+            line = next(self.inner)
+        except StopIteration:
+            self.ended = True
+            raise
         if self.lines:
             _utf8(line, self.number + self.lines, self.source)
         self.lines += 1
+        self.last = line
         return line
 
 
@@ -171,9 +189,28 @@ def _field(row: list[str], at: int | None) -> str:
     return row[at] if at is not None and at < len(row) else ""
 
 
+def _factors(header: list[str], units: list[str], at: list[int], source: str) -> list[float]:
+    """The unit factor of each column read; a unit ncu does not write is refused (units.py)."""
+    out = []
+    for i in at:
+        unit = units[i] if i < len(units) else ""
+        factor = unit_factor(unit)
+        if factor is None:
+            raise InputError(source, unknown(f"column {header[i]} (units row)", unit))
+        out.append(factor)
+    return out
+
+
+def _header_again(row: list[str]) -> bool:
+    """A row that is an export's header: two exports joined into one file (`cat a.csv b.csv`)."""
+    return bool(row) and row[0] == "ID" and KERNEL_NAME in row
+
+
 def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str,
              units: list[str] | None = None) -> Iterator[RawKernel]:
-    """Wide page: header row, units row, then one row a launch (`units`: the units row, read before)."""
+    """Wide page: header row, units row, then one row a launch (`units`: the units row, read before).
+    A row of another width, or that names no kernel or "Kernel Name", is looked at again (_misfit):
+    a header or units row again, or a row of another width, is an error naming its line."""
     if units is None:
         try:
             _, units = next(rows)
@@ -181,17 +218,29 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
             raise InputError(source, "raw CSV has a header but no units row") from None
     at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
-    factors = [unit_factor(units[i] if i < len(units) else "") for i in at]
+    factors = _factors(header, units, at, source)
     pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple
     name_at = header.index(KERNEL_NAME)
     id_at, grid_at, block_at, device_at = (_column(header, c) for c in ("ID", "Grid Size", "Block Size",
                                                                        C.DEVICE_NAME))
     width = len(header)
     for line, row in rows:
-        if len(row) != width:
-            raise InputError(source, f"line {line} has {len(row)} fields, the header has {width}")
+        if len(row) != width or row[name_at] in ("", KERNEL_NAME):
+            _misfit(source, line, row, header)
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
                         _field(row, device_at), metrics_of(names, factors, pick(row)))
+
+
+def _misfit(source: str, line: int, row: list[str], header: list[str]) -> None:
+    """Raise for a raw row that is no launch row: a header or units row again (two exports joined),
+    a row of another width. Every launch ncu exports names its kernel."""
+    if _header_again(row):
+        raise InputError(source, f"line {line} is a header row again: two exports joined into one file?")
+    if len(row) != len(header):
+        raise InputError(source, f"line {line} has {len(row)} fields, the header has {len(header)}")
+    if not row[header.index(KERNEL_NAME)]:
+        raise InputError(source, f"line {line} names no kernel: a units row again (two exports joined into one "
+                                 "file?), or no launch row")
 
 
 def _identity(source: str, full: str, launch: str, grid: str, block: str, device: str,
@@ -201,30 +250,73 @@ def _identity(source: str, full: str, launch: str, grid: str, block: str, device
                      name_full=full, device=device or None, grid=grid or None, block=block or None, metrics=metrics)
 
 
+IDENTITY = ("Process ID", KERNEL_NAME, "Context", "Stream", "Block Size", "Grid Size", "Device")
+
+
 def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str) -> Iterator[RawKernel]:
-    """Long page: one row a (launch, metric); rule rows have an empty metric name and are skipped."""
+    """Long page: one row a (launch, metric), a launch's rows together; rule rows have an empty
+    metric name and are skipped. Each launch is given when its rows end. A launch ID met again
+    after other launches, a second kernel (its name, process, grid, ...) under one ID, or a figure
+    given twice for one launch is two launches sharing an ID: an error naming the line, never one
+    launch of both."""
     needed = ("ID", KERNEL_NAME, *DETAILS_HEADER)
     missing = [c for c in needed if c not in header]
     if missing:
         raise InputError(source, f"details CSV lacks the column(s) {', '.join(missing)}")
     launch_at, name_at, section_at, label_at, unit_at, value_at = (header.index(c) for c in needed)
     grid_at, block_at = _column(header, "Grid Size"), _column(header, "Block Size")
+    who = itemgetter(*(header.index(c) for c in IDENTITY if c in header))
     shortest = max(launch_at, name_at, section_at, label_at, unit_at, value_at) + 1
-    launches: dict[str, tuple[list[str], dict[str, float]]] = {}
+    done: dict[str, int] = {}  # launch ID -> the line its rows started at
+    first: tuple[int, list[str]] | None = None  # the current launch's first line and row
+    metrics: dict[str, float] = {}
+    given: set[tuple[str, str]] = set()  # the current launch's (section, label) pairs read
     for line, row in rows:
         if len(row) < shortest:
             raise InputError(source, f"line {line} is truncated ({len(row)} fields, needs {shortest})")
-        _, metrics = launches.setdefault(row[launch_at], (row, {}))
+        if first is None or row[launch_at] != first[1][launch_at]:
+            if first is not None:
+                yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
+                                _field(first[1], block_at), "", metrics)
+                done[first[1][launch_at]] = first[0]
+            first, metrics, given = _launch_start(source, line, row, launch_at, done), {}, set()
+        elif who(row) != who(first[1]):
+            raise InputError(source, f"line {line}: launch ID {row[launch_at]} holds a second kernel (line "
+                                     f"{first[0]}: {first[1][name_at]!r}, here: {row[name_at]!r}): two launches "
+                                     "share one ID")
         label = row[label_at]
         if not label:
             continue
         name = label if label in C.WANTED else DETAILS_LABELS.get((row[section_at], label))
         if name:
-            value = _scaled(row[value_at], unit_factor(row[unit_at]))
+            if (row[section_at], label) in given:
+                raise InputError(source, f"line {line}: launch ID {row[launch_at]} gives {label!r} twice: two "
+                                         "launches share one ID")
+            given.add((row[section_at], label))
+            factor = unit_factor(row[unit_at])
+            if factor is None:
+                raise InputError(source, f"line {line}: " + unknown(f"{row[section_at]} / {label}", row[unit_at]))
+            value = _scaled(row[value_at], factor)
             if value is not None:
                 metrics[name] = value
-    for launch, (row, metrics) in launches.items():
-        yield _identity(source, row[name_at], launch, _field(row, grid_at), _field(row, block_at), "", metrics)
+    if first is not None:
+        yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
+                        _field(first[1], block_at), "", metrics)
+
+
+def _launch_start(source: str, line: int, row: list[str], launch_at: int, done: dict[str, int]
+                  ) -> tuple[int, list[str]]:
+    """The first row of a launch's rows, refused when it is a header again, or its ID is no launch
+    number or was given before."""
+    launch = row[launch_at]
+    if _header_again(row):
+        raise InputError(source, f"line {line} is a header row again: two exports joined into one file?")
+    if parse_number(launch) is None:
+        raise InputError(source, f"line {line}: the ID {launch!r} is not a launch number")
+    if launch in done:
+        raise InputError(source, f"line {line}: launch ID {launch} again, after other launches (its rows began at "
+                                 f"line {done[launch]}): two launches share one ID")
+    return line, row
 
 
 def read(lines: Iterable[str], source: str) -> Iterator[RawKernel]:

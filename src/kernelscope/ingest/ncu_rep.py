@@ -11,7 +11,8 @@ from typing import Any
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
 from ..model import RawKernel, RuleResult
-from .units import measured, unit_factor
+from .detect import check_ncu_rep_framing
+from .units import measured, unit_factor, unknown
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -67,7 +68,8 @@ class _Metrics:
     metric's kind and unit factor are taken once a report: ~100 counters a launch, each call
     through the module's wrappers costing about half a microsecond."""
 
-    def __init__(self, ncu_report: Any) -> None:
+    def __init__(self, ncu_report: Any, shown: str) -> None:
+        self.shown = shown
         kinds = ncu_report.IMetric
         self.read_as = {kinds.ValueKind_DOUBLE: kinds.as_double, kinds.ValueKind_FLOAT: kinds.as_double,
                         kinds.ValueKind_UINT32: kinds.as_uint64, kinds.ValueKind_UINT64: kinds.as_uint64}
@@ -81,8 +83,7 @@ class _Metrics:
             if metric is None:
                 continue
             if name not in how:
-                value_of = self.read_as.get(metric.kind())  # a string or no value: not a number
-                how[name] = None if value_of is None else (value_of, unit_factor(metric.unit() or ""))
+                how[name] = self._how(name, metric)
             known = how[name]
             if known is None:
                 continue
@@ -92,13 +93,27 @@ class _Metrics:
                 metrics[name] = scaled
         return metrics
 
+    def _how(self, name: str, metric: Any) -> tuple[Any, float] | None:
+        value_of = self.read_as.get(metric.kind())
+        if value_of is None:  # a string or no value: not a number
+            return None
+        unit = text(metric.unit() or "")
+        factor = unit_factor(unit)
+        if factor is None:
+            raise InputError(self.shown, unknown(name, unit))
+        return value_of, factor
+
 
 @contextmanager
 def _loaded(path: Path, shown: str) -> Iterator[Any]:
-    """The report's context, for as long as it is read. ncu_report opens a report by a text name,
-    and reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy
-    file name, its bytes as surrogates here) is opened through a link with a plain name, kept
-    until the reading ends."""
+    """The report's context, for as long as it is read, once its framing is whole and ncu_report
+    finds every launch its blocks declare (detect.py: ncu_report reads a damaged file without
+    complaint, and silently gives fewer launches). ncu_report opens a report by a text name, and
+    reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy file
+    name, its bytes as surrogates here) is opened through a link with a plain name, kept until the
+    reading ends."""
+    with path.open("rb") as fh:
+        framing = check_ncu_rep_framing(fh, shown)
     with ExitStack() as stack:
         try:
             str(path).encode("utf-8")
@@ -114,13 +129,21 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
             raise InputError(shown, f"not a readable .ncu-rep report ({exc})") from exc
         if context is None:
             raise InputError(shown, "not a readable .ncu-rep report")
+        found = _count(context)
+        if not framing.other_results and found != framing.results:  # range, graph results: counted apart
+            raise InputError(shown, f"ncu_report reads {found:,} of the {framing.results:,} launches the file's "
+                                    "blocks hold: the report is damaged")
         yield context
+
+
+def _count(context: Any) -> int:
+    return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
 
 
 def launches(path: Path) -> int:
     """How many profiled launches the report holds (loading it reads no launch)."""
     with _loaded(path, str(path)) as context:
-        return sum(context.range_by_idx(r).num_actions() for r in range(context.num_ranges()))
+        return _count(context)
 
 
 def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None) -> Iterator[RawKernel]:
@@ -128,7 +151,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
     `start`, `stop`: only those launches (ingest/parts.py), the others left unread."""
     shown = display or str(path)
     ncu_report = _ncu_report()
-    reader = _Metrics(ncu_report)
+    reader = _Metrics(ncu_report, shown)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
     with _loaded(path, shown) as context:
         first = 0  # the launch number of the range's first action

@@ -6,9 +6,9 @@ of Python from CSV row to JSON text, and ncu_report spends ~0.7 ms reading a lau
 A CSV part is read strictly: each of its lines must be one record by the fast split
 (csv_pages.records), which ncu's exports are. Then the parts' launches are, in order, the launches
 a whole-file read gives. A part that holds anything else (a quoted field over lines, an escaped
-quote, bad UTF-8, a malformed row) is read again, with the rest of the file, in one stream from the
-part's start (`read_from`): its first line starts a record, since every line before it was one, and
-the stream reads, and words any error, as a whole-file read would.
+quote, bad UTF-8, a malformed row, a last line cut short) is read again, with the rest of the file,
+in one stream from the part's start (`read_from`): its first line starts a record, since every
+line before it was one, and the stream reads, and words any error, as a whole-file read would.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..files import bounded_file
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
-from .detect import check_ncu_rep_framing, sniff
+from .detect import sniff
 
 NO_LAUNCHES = "holds no profiled kernel launches"
 REPORT_PART = 256  # launches, ~0.3 s to read: over a worker's start (~0.15 s); parts from 512 launches
@@ -93,8 +93,6 @@ def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
     bounded_file(path, what="report")
     with path.open("rb") as fh:
         kind = sniff(fh.read(4096))
-        if kind == "ncu-rep":
-            check_ncu_rep_framing(fh, str(path))
     if kind == "ncu-rep":
         count = ncu_rep.launches(path)
         share = -(-count // min(jobs, count // REPORT_PART or 1))

@@ -1,7 +1,16 @@
-"""Number and unit parsing shared by the CSV readers.
+"""Number and unit parsing shared by the readers.
 
-ncu scales units per value ("Kbyte" here, "Gbyte" there, "us" or "ms"); we convert every value
-to the base unit so that figures never depend on which file they came from.
+ncu scales a figure's unit per value in its CSV exports ("Kbyte" here, "Mbyte" there, "us", "Ghz"),
+and ncu_report gives base units ("byte", "ns", "hz"): every value is taken to kernelscope's base
+units (ns, byte, hz; per second for a rate) so that figures never depend on the file they came from.
+
+Only the units ncu writes are known, spelled as it spells them: those the real exports and reports
+under tests/fixtures hold, and ncu's older long time words (nsecond, usecond, msecond, second) and
+its clocks as cycle/nsecond. A unit is a word or a word over a word, and a word is a time, a count
+(inst, cycle, sector, ...) or byte or hz under one of the prefixes ncu puts on them (K, M, G, T, P).
+Any other unit (`µs`, `minute`, `US`, `kbyte`, `KB`) is unknown: read as a base unit, a 35 µs
+kernel would become 35 ns. The readers refuse an unknown unit on a figure they read (an error
+naming the file, the figure and the unit) and pass over one on a figure they do not.
 """
 
 from __future__ import annotations
@@ -10,38 +19,43 @@ from __future__ import annotations
 # is corruption, and keeping it would overflow derived figures to inf/NaN (invalid JSON).
 MAX_MAGNITUDE = 1e30
 
-_SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_NS = {
-    "ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-    "s": 1e9, "second": 1e9,
-}
-_FREQ_HZ = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9}
+TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
+_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_SCALED = ("byte", "hz")  # the words ncu scales with a prefix: Kbyte, Mbyte, Ghz, Mhz
+_COUNTS = frozenset({"%", "inst", "cycle", "warp", "sector", "sectors", "request", "block", "thread", "register",
+                     "branches", "pass", "cluster", "SM", "sample"})
 
 
-def _factor(part: str) -> float:
-    """Scale of one unit word (no '/'): Kbyte -> 1e3, us -> 1e3 (ns), Ghz -> 1e9 (hz)."""
-    if part in _TIME_NS:
-        return _TIME_NS[part]
-    if part.lower() in _FREQ_HZ:
-        return _FREQ_HZ[part.lower()]
-    for base in ("byte", "bytes"):
-        if part.endswith(base) and part[: -len(base)] in _SI:
-            return _SI[part[: -len(base)]]
-    return 1.0
+def _word(word: str) -> float | None:
+    """The scale of one unit word to its base, per ns for a time; None for a word ncu does not write."""
+    if word in _COUNTS:
+        return 1.0
+    if word in TIME_NS:
+        return TIME_NS[word]
+    for base in _SCALED:
+        if word.endswith(base) and word[: -len(base)] in _PREFIXES:
+            return _PREFIXES[word[: -len(base)]]
+    return None
 
 
-def unit_factor(unit: str) -> float:
-    """Factor that takes a value in `unit` to kernelscope's base units (ns, byte, 1/s, hz)."""
-    unit = unit.strip()
+def unit_factor(unit: str) -> float | None:
+    """The factor that takes a value in `unit` to kernelscope's base units (ns, byte, hz, and per
+    second for a rate), or None when `unit` is not one ncu writes. No unit: a plain number."""
     if not unit:
         return 1.0
-    num, _, den = unit.partition("/")
-    factor = _factor(num)
-    if den:
-        # a rate per time: "Gbyte/s" -> byte per second, so divide by the time unit in seconds
-        den_scale = _TIME_NS.get(den)
-        factor /= (den_scale / 1e9) if den_scale else _factor(den)
-    return factor
+    num, slash, den = unit.partition("/")
+    factor = _word(num)
+    if not slash:
+        return factor
+    per = _word(den)  # a rate per time is per second: Gbyte/s -> byte/s, cycle/nsecond -> hz
+    if factor is None or per is None or "/" in den:
+        return None
+    return factor / (per / 1e9 if den in TIME_NS else per)
+
+
+def unknown(figure: str, unit: str) -> str:
+    """The problem an unknown unit on a figure that is read is refused with."""
+    return f"{figure} is in {unit!r}, a unit ncu does not write (refused rather than read as a base unit)"
 
 
 def parse_number(text: str) -> float | None:
