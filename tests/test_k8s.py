@@ -220,7 +220,7 @@ def test_wrap_capture_end_to_end(cluster: None, tmp_path: Path, capsys: pytest.C
     (c,) = m["captures"]
     assert c["report"] and c["profiled"] == ["nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT"] and c["passes"] == [9]
     assert "--filter-mode" in c["ncu_argv"] and c["exports"]  # TP=2: the window applies per GPU
-    assert any(r["argv"][3:5] == ["install", "ks-test"] for r in m["commands_run"])
+    assert any(r["argv"][3] == "install" and r["argv"][-3:-1] == ["--", "ks-test"] for r in m["commands_run"])
     warm = json.loads((out / "warmup.json").read_text())
     assert len(warm) >= 2
     for f in out.rglob("*"):
@@ -291,8 +291,10 @@ def test_dry_run_changes_nothing(cluster: None, capsys: pytest.CaptureFixture[st
     assert main([*capture(name, "--kernel", "regex:nvjet", "--kernel", "regex:norm", "--out", "/tmp/never"),
                  "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "[change] helm -n serving install ks-test" in out and "--labels kernelscope.dev/owner=kernelscope" in out
-    assert "[change] helm -n serving uninstall ks-test" in out and "one session for 2 kernels" in out
+    assert "[change] helm -n serving install -f" in out and "--labels kernelscope.dev/owner=kernelscope" in out
+    assert "s -- ks-test /" in out  # the release after `--`, then the chart
+    assert "[change] helm -n serving uninstall --ignore-not-found --wait --timeout 60s -- ks-test" in out
+    assert "one session for 2 kernels" in out
     assert kubectl("get", "all", "-A", "-o", "name") == before and not Path("/tmp/never").exists()
 
 

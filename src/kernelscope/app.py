@@ -243,9 +243,9 @@ def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | 
     sample shares, matched by name; the frontier weighted by the joined profile."""
     from .report import join as joining
 
-    an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)
-    return joining.join(an.items, joining.read_nsys(nsys) if nsys else {},
-                        joining.read_shares(shares) if shares else {}, an.labels())
+    totals, samples = joining.read_nsys(nsys) if nsys else {}, joining.read_shares(shares) if shares else {}
+    an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)  # the profiles first: they are quick to refuse
+    return joining.join(an.items, totals, samples, an.labels())
 
 
 def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,

@@ -5,15 +5,18 @@ are read only from regular files and only up to a size limit, so a FIFO cannot h
 
 from __future__ import annotations
 
+import errno
 import functools
+import io
 import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from .errors import InputError, KernelscopeError
 
@@ -93,38 +96,114 @@ def write_file(data: str | bytes, out: Path) -> Path:
     return write_files({out.name: data}, out.parent)[0]
 
 
-def regular_file(path: Path, what: str = "file") -> os.stat_result:
-    """The stat of `path`, which must be a regular file (no FIFO, device or socket)."""
+HOLE_SLACK = 1 << 20  # a capture's file has no holes; one with more than this many bytes of holes is refused
+
+
+class _Capped(io.FileIO):
+    """An input file that cannot be read past its limit, should it grow while it is read: every
+    buffered read of it comes through readinto or readall."""
+
+    def __init__(self, fd: int, path: Path, limit: int, what: str) -> None:
+        super().__init__(fd, "rb")
+        self.shown, self.limit, self.what = path, limit, what
+
+    def _check(self) -> None:
+        if self.tell() > self.limit:
+            raise InputError(self.shown, f"{self.what} grew past the {self.limit:,}-byte limit while being read")
+
+    def readinto(self, buffer: Any) -> int:
+        n = super().readinto(buffer)
+        self._check()
+        return n
+
+    def readall(self) -> bytes:
+        chunks = []
+        while chunk := super().read(1 << 20):
+            chunks.append(chunk)
+            self._check()
+        return b"".join(chunks)
+
+
+def _hole_bytes(fd: int, size: int) -> int:
+    """Bytes of the file that are holes (SEEK_DATA/SEEK_HOLE), counted until past HOLE_SLACK. A
+    file system that cannot tell reports none; a compressed one reports its real holes only."""
+    holes = pos = 0
     try:
-        st = path.stat()
+        while pos < size and holes <= HOLE_SLACK:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:  # ENXIO: only a hole from pos to the end
+                    raise
+                data = size
+            holes += data - pos
+            pos = size if data >= size else os.lseek(fd, data, os.SEEK_HOLE)
+    except OSError:
+        return 0
+    finally:
+        os.lseek(fd, 0, os.SEEK_SET)
+    return holes
+
+
+def _kind(mode: int, what: str) -> str:
+    if stat.S_ISDIR(mode):
+        return f"is a directory, not a {what}"
+    if stat.S_ISLNK(mode):
+        return f"a link, not a regular {what}"
+    return f"not a regular {what} (device, FIFO or socket)"
+
+
+def _check_input(fd: int, path: Path, limit: int, what: str) -> None:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(path, _kind(st.st_mode, what))
+    if st.st_size > limit:
+        raise InputError(path, f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
+    if st.st_blocks * 512 < st.st_size and (holes := _hole_bytes(fd, st.st_size)) > HOLE_SLACK:
+        raise InputError(path, f"a sparse file ({st.st_size:,} bytes long, at least {holes:,} of them holes): not a "
+                               f"{what} that ncu or kernelscope wrote")
+
+
+@contextmanager
+def open_input(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file",
+               follow: bool = True) -> Iterator[BinaryIO]:
+    """The one way a user's file is opened for reading: only a regular file (a FIFO cannot hang
+    the run, /dev/zero cannot fill memory; a device is not even opened, and what is opened is
+    checked again, so nothing swapped in between is read), no larger than `limit` bytes and
+    without holes (a sparse file costs nothing to make and gigabytes to read or copy), checked
+    before a byte is read, and never read past `limit` should it grow. `follow=False`: a link is
+    refused, not followed (a file inside a bundle being copied). Errors are one InputError."""
+    try:
+        mode = (path.stat() if follow else path.lstat()).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(path, _kind(mode, what))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
     except FileNotFoundError as exc:
         raise InputError(path, "no such file or directory") from exc
     except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(path, f"not a regular {what} (device, FIFO or socket)")
-    return st
-
-
-def bounded_file(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> os.stat_result:
-    """The stat of `path`, which must be a regular file no larger than `limit` bytes."""
-    st = regular_file(path, what)
-    if st.st_size > limit:
-        raise InputError(path, f"{what} is {st.st_size:,} bytes, over the {limit:,}-byte limit")
-    return st
+        problem = "a symbolic link loop" if exc.errno == errno.ELOOP and follow else \
+            _kind(stat.S_IFLNK, what) if exc.errno == errno.ELOOP else f"cannot read ({exc.strerror})"
+        raise InputError(path, problem) from exc
+    except ValueError as exc:  # a NUL byte in the name
+        raise InputError(repr(str(path)), "not a usable path (a NUL byte)") from exc
+    try:
+        _check_input(fd, path, limit, what)
+        os.set_blocking(fd, True)
+        raw = _Capped(fd, path, limit, what)
+    except BaseException:
+        os.close(fd)
+        raise
+    with raw, io.BufferedReader(raw, 1 << 16) as fh:
+        yield cast(BinaryIO, fh)
 
 
 def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES, what: str = "file") -> bytes:
     """The whole file, if it is a regular file no larger than `limit` bytes."""
-    bounded_file(path, limit, what)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from exc
-    if len(data) > limit:
-        raise InputError(path, f"{what} grew past the {limit:,}-byte limit while being read")
-    return data
+    with open_input(path, limit, what) as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
 
 
 def read_text(path: Path, limit: int = 64 << 20, what: str = "file") -> str:
@@ -134,6 +213,13 @@ def read_text(path: Path, limit: int = 64 << 20, what: str = "file") -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"{what} is not UTF-8 text (byte {exc.start})") from exc
+
+
+def copy_input(src: Path, dst: Path, follow: bool = False, limit: int = MAX_INPUT_BYTES, what: str = "file") -> None:
+    """Copy a file (by default not through a link), checked as `open_input` checks it before a
+    byte is copied, to `dst`, a new file."""
+    with open_input(src, limit, what, follow) as fh, dst.open("xb") as out:
+        shutil.copyfileobj(fh, out, 1 << 20)
 
 
 @functools.cache
@@ -189,9 +275,21 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+JSON_BYTES_A_VALUE = 16  # documents we write hold one value in ~45 bytes; `{},` is one in 3
+
+
 def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
-    """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad."""
+    """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad.
+    Parsed memory grows with the values, not the bytes (an empty map is 3 bytes of text and 64 of
+    memory: 150 MB of them took 3.6 GB), so a document holding more than one value in
+    JSON_BYTES_A_VALUE bytes is refused before it is parsed (values counted as the commas and
+    openings that precede them)."""
     text = read_text(path, limit, what)
+    values = text.count(",") + text.count("{") + text.count("[")
+    if values > 64 + len(text) // JSON_BYTES_A_VALUE:
+        raise InputError(path, f"{what} of {len(text):,} bytes holds some {values:,} JSON values, one in "
+                               f"{len(text) / values:.1f} bytes (kernelscope writes one in ~45; under "
+                               f"{JSON_BYTES_A_VALUE} is refused): not a document it wrote")
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from . import redact, typed
 from .errors import InputError
-from .files import load_json
+from .files import load_json, open_input
 
 SCHEMA_VERSION = 2
 KIND = "kernelscope-bundle"
@@ -190,8 +190,9 @@ def read(path: Path) -> BundleManifest:
 
 
 def sha256_file(path: Path) -> str:
+    """Its sha256, read through the one bounded open of a user's file."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

@@ -8,7 +8,8 @@ swap is one atomic renameat2(RENAME_EXCHANGE), so a kill at any moment leaves th
 new one under the cell's name, never neither; elsewhere the old cell is moved aside first and put
 back by the next writer if a kill came between the two renames. Every writer, on taking the lock,
 first removes what killed writers left (hidden stages, cells moved aside), and readers skip
-hidden folders.
+hidden folders. Recovery moves only real folders, never through a link, and import checks the
+size of everything it will copy before it copies a byte.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import fcntl
 import json
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,42 +29,50 @@ from typing import Any
 from ..analysis.pipeline import analyze, bundles
 from ..columns import SCHEMA_VERSION, kernel_object
 from ..errors import InputError, KernelscopeError
-from ..files import MAX_INPUT_BYTES, write_file
+from ..files import MAX_INPUT_BYTES, copy_input, open_input, write_file
 from ..ingest import expand
 from ..manifest import sha256_file
-from .store import CELL_FILE, campaign_dir, cell_dir, ensure_config
+from .store import CELL_FILE, CELL_LIMIT, campaign_dir, cell_dir, ensure_config, in_campaign
 
 SOURCES = "sources"
+MAX_IMPORT_BYTES = 2 * MAX_INPUT_BYTES  # what one import may copy: a largest report and its exports
 STAGE, ASIDE = "importing", "old"  # hidden folders: .<cell>.importing.<random>, .<cell>.old.<random>
 
 
 @contextmanager
 def campaign_lock(root: Path, slug: str) -> Iterator[None]:
     """One writer at a time per campaign; whatever a killed writer left is cleaned up first."""
-    directory = campaign_dir(root, slug)
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".lock").open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            recover(directory / "cells")
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    campaign_dir(root, slug).mkdir(parents=True, exist_ok=True)
+    lock = in_campaign(root, slug, ".lock")
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        recover(in_campaign(root, slug, "cells"))
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def recover(cells: Path) -> None:
     """Under the lock no import is in flight, so every hidden folder is a dead writer's: a cell
-    moved aside goes back if its place is empty (a kill between the two renames), the rest goes."""
+    moved aside goes back if its place is empty (a kill between the two renames), the rest goes.
+    Only real folders count (a writer makes nothing else): a link named like one is left alone,
+    so nothing from outside the campaign is ever moved into it or removed."""
     if not cells.is_dir():
         return
     for entry in sorted(cells.iterdir()):
         parts = entry.name.split(".")
-        if not entry.name.startswith(".") or len(parts) < 4 or parts[-2] not in (STAGE, ASIDE):
+        if not entry.name.startswith(".") or len(parts) < 4 or parts[-2] not in (STAGE, ASIDE) \
+                or not _real_dir(entry):
             continue
         home = cells / ".".join(parts[1:-2])
-        if parts[-2] == ASIDE and (entry / "cell").is_dir() and not home.exists():
+        if parts[-2] == ASIDE and _real_dir(entry / "cell") and not os.path.lexists(home):
             os.replace(entry / "cell", home)
         shutil.rmtree(entry, ignore_errors=True)
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -97,15 +105,6 @@ def swap_in(stage: Path, target: Path) -> Path:
     return aside
 
 
-def _copy_file(src: Path, dst: Path) -> None:
-    st = src.lstat()
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(src, "not a regular file (device, FIFO or socket); refusing to copy it")
-    if st.st_size > MAX_INPUT_BYTES:
-        raise InputError(src, f"{st.st_size:,} bytes, over the {MAX_INPUT_BYTES:,}-byte limit")
-    shutil.copyfile(src, dst, follow_symlinks=False)
-
-
 def _copy_link(src: Path, dst: Path, root: Path) -> None:
     """A link is copied as a link, and only if it stays inside the bundle by its own text (so it
     still does in the copy): relative, and not climbing out."""
@@ -116,40 +115,51 @@ def _copy_link(src: Path, dst: Path, root: Path) -> None:
     os.symlink(target, dst)
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
-    """A bundle directory, without hidden entries (an interrupted capture's staging), following no link."""
-    dst.mkdir()
+def _listing(src: Path) -> list[tuple[Path, str]]:
+    """What copying a bundle directory makes: (path under it, 'dir' | 'link' | 'file'), parents
+    first, without hidden entries (an interrupted capture's staging), following no link."""
+    out: list[tuple[Path, str]] = []
     for dirpath, dirnames, filenames in os.walk(src):
         here = Path(dirpath)
-        out = dst / here.relative_to(src)
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in dirnames:
-            if (here / name).is_symlink():
-                _copy_link(here / name, out / name, src)
-            else:
-                (out / name).mkdir()
+            out.append((here / name, "link" if (here / name).is_symlink() else "dir"))
         dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
-        for name in filenames:
-            if name.startswith("."):
-                continue
-            if (here / name).is_symlink():
-                _copy_link(here / name, out / name, src)
-            else:
-                _copy_file(here / name, out / name)
+        out += [(here / name, "link" if (here / name).is_symlink() else "file")
+                for name in sorted(filenames) if not name.startswith(".")]
+    return out
 
 
 def _copy_sources(inputs: list[str], stage: Path) -> dict[Path, str]:
-    """Copy every input (a bundle dir whole, or a file) under `stage`; copy -> the input it came from."""
+    """Copy every input (a bundle dir whole, or a file) under `stage`; copy -> the input it came
+    from. Every file is checked (regular, within the size limits, no holes) and the total sized
+    before the first byte is copied."""
     stage.mkdir(parents=True, exist_ok=True)
+    plan: list[tuple[Path, Path, Path, str]] = []  # (source, copy, its input's root, kind)
     copies = {}
     for i, raw in enumerate(inputs):
         dst = stage / f"{i:02d}-{Path(raw).name}"
-        src = Path(raw).resolve()  # the input itself may be a link the user gave; links inside a bundle stay links
+        src = Path(os.path.realpath(raw))  # the input itself may be a link the user gave; links inside a bundle stay
         if src.is_dir():
-            _copy_tree(src, dst)
+            plan += [(src, dst, src, "dir")] + [(p, dst / p.relative_to(src), src, kind) for p, kind in _listing(src)]
         else:
-            _copy_file(src, dst)
+            plan.append((src, dst, src, "input"))
         copies[dst] = raw
+    total = 0
+    for src, _, _, kind in plan:
+        if kind in ("file", "input"):
+            with open_input(src, follow=kind == "input") as fh:
+                total += os.fstat(fh.fileno()).st_size
+    if total > MAX_IMPORT_BYTES:
+        raise InputError(inputs[0] if len(inputs) == 1 else f"{len(inputs)} inputs",
+                         f"{total:,} bytes to copy into the cell, over the {MAX_IMPORT_BYTES:,} one import may copy")
+    for src, dst, root, kind in plan:
+        if kind == "dir":
+            dst.mkdir()
+        elif kind == "link":
+            _copy_link(src, dst, root)
+        else:
+            copy_input(src, dst, follow=kind == "input")
     return copies
 
 
@@ -185,7 +195,11 @@ def _cell_document(slug: str, cell_id: str, copies: dict[Path, str], stage: Path
         k["source"] = str(Path(k["source"]).relative_to(stage))
     doc = {"schema_version": SCHEMA_VERSION, "campaign": slug, "cell_id": cell_id,
            "hw_key": items[0].hw_key, "captured_sources": _sources(copies, stage), "kernels": kernels}
-    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    if len(text) > CELL_LIMIT:  # what the cell's readers would refuse (the text is ASCII: json escapes the rest)
+        raise KernelscopeError(f"cell {cell_id}: {len(kernels):,} launches make {len(text):,} bytes, over the "
+                               f"{CELL_LIMIT:,} a cell may hold; import fewer launches (or analyze the report itself)")
+    return text
 
 
 def import_ncu(root: Path, slug: str, cell_id: str, inputs: list[str], hw: str | None = None) -> Path:

@@ -1,6 +1,8 @@
 """Campaigns as plain files: <root>/<slug>/config.yaml and <root>/<slug>/cells/<cell-id>/.
 
-Slugs and cell ids are names, never paths: letters, digits, '.', '_' and '-', no '..'.
+Slugs and cell ids are names, never paths: letters, digits, '.', '_' and '-', no '..'. No link
+inside a campaign is followed (`in_campaign`): a cells folder, cell, cell file or config that
+points elsewhere would be read, written or moved as if it were the campaign's.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import yaml
 
 from ..columns import assessment
 from ..errors import InputError, KernelscopeError
-from ..files import MAX_INPUT_BYTES, load_json, load_yaml, write_file
+from ..files import load_json, load_yaml, write_file
 from ..typed import TypeProblem
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 CELL_FILE = "ncu_kernels.json"
+CELL_LIMIT = 256 << 20  # bytes of one ncu_kernels.json: ~13 KB a launch, so some 20,000 launches
 
 
 def check_name(kind: str, value: str) -> str:
@@ -30,8 +33,19 @@ def campaign_dir(root: Path, slug: str) -> Path:
     return root / check_name("campaign", slug)
 
 
+def in_campaign(root: Path, slug: str, *parts: str) -> Path:
+    """A path inside the campaign, reached through no link (the campaign directory itself may be
+    a link its user made; nothing under it is followed)."""
+    here = campaign_dir(root, slug)
+    for part in parts:
+        here = here / part
+        if here.is_symlink():
+            raise InputError(here, "a link inside the campaign: kernelscope follows no link in a campaign")
+    return here
+
+
 def cell_dir(root: Path, slug: str, cell_id: str) -> Path:
-    return campaign_dir(root, slug) / "cells" / check_name("cell id", cell_id)
+    return in_campaign(root, slug, "cells", check_name("cell id", cell_id))
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -56,7 +70,7 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def load_config(root: Path, slug: str) -> dict[str, Any]:
-    path = campaign_dir(root, slug) / "config.yaml"
+    path = in_campaign(root, slug, "config.yaml")
     if not path.exists():
         raise KernelscopeError(f"{path}: no such campaign (import a cell first, or write its config.yaml)")
     return read_config(path)
@@ -64,7 +78,7 @@ def load_config(root: Path, slug: str) -> dict[str, Any]:
 
 def ensure_config(root: Path, slug: str) -> Path:
     """A new campaign gets a config whose context fields say unknown until someone fills them."""
-    path = campaign_dir(root, slug) / "config.yaml"
+    path = in_campaign(root, slug, "config.yaml")
     if not path.exists():
         fields = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload")
         doc: dict[str, Any] = {"slug": slug, "context": dict.fromkeys(fields), "focus": None, "comparisons": [],
@@ -75,17 +89,18 @@ def ensure_config(root: Path, slug: str) -> Path:
 
 def cells(root: Path, slug: str) -> dict[str, dict[str, Any]]:
     """cell id -> its ncu_kernels.json document, checked, in id order (hidden folders are not cells)."""
-    base = campaign_dir(root, slug) / "cells"
+    base = in_campaign(root, slug, "cells")
     found = {}
     for path in sorted(base.glob(f"*/{CELL_FILE}")):
-        if not path.parent.name.startswith("."):  # staging or a cell moved aside: not a cell
-            found[path.parent.name] = read_cell(path)
+        cell_id = path.parent.name
+        if not cell_id.startswith("."):  # staging or a cell moved aside: not a cell
+            found[cell_id] = read_cell(in_campaign(root, slug, "cells", cell_id, CELL_FILE))
     return found
 
 
 def read_cell(path: Path) -> dict[str, Any]:
     """One cell document; every kernel must be a valid kernel object of the column spec."""
-    doc = load_json(path, "campaign cell", MAX_INPUT_BYTES)
+    doc = load_json(path, "campaign cell", CELL_LIMIT)
     if not isinstance(doc, dict) or not isinstance(doc.get("kernels"), list):
         raise InputError(path, "campaign cell: not a map with a kernels list")
     for key in ("campaign", "cell_id", "hw_key"):

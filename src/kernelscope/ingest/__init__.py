@@ -1,9 +1,10 @@
 """Ingest: any mix of `.ncu-rep` files, ncu CSV exports, gzip of either, and bundle directories
 -> RawKernels, one launch at a time. Formats are recognised by content.
 
-Hostile files end as one InputError: only regular files are read (a FIFO cannot hang a run,
-/dev/zero cannot fill memory), gzip is expanded in chunks to a private temp file and stops at
-MAX_INPUT_BYTES, CSV is streamed, and a bundle's paths and links stay inside the bundle."""
+Hostile files end as one InputError: every file is opened by files.open_input (regular files
+only, bounded, checked before it is read), gzip is expanded in chunks to a private temp file and
+stops at MAX_INPUT_BYTES, CSV is streamed a bounded line at a time, and a bundle's paths and links
+stay inside the bundle."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from .. import manifest as bundle_manifest_file
 from ..errors import InputError, KernelscopeError
-from ..files import MAX_INPUT_BYTES, bounded_file
+from ..files import MAX_INPUT_BYTES, open_input
 from ..manifest import BundleManifest
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
@@ -23,6 +24,7 @@ from .detect import sniff
 from .parts import NO_LAUNCHES
 
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
+MAX_REPORTS = 1024  # reports one bundle may list: a capture's kernels, one report each
 CHUNK = 1 << 20
 Inputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -34,7 +36,7 @@ def gunzip_file(src: Path, dst: Path, shown: str, limit: int = MAX_INPUT_BYTES) 
     member = zlib.decompressobj(wbits=31)
     ended = in_member = padding = False  # after the last member only zero bytes may follow (padding)
     try:
-        with src.open("rb") as fin, dst.open("wb") as fout:
+        with open_input(src, what="report") as fin, dst.open("wb") as fout:
             for data in iter(lambda: fin.read(CHUNK), b""):
                 if padding and data.strip(b"\x00"):
                     raise InputError(shown, "corrupt gzip (data after the end of the stream)")
@@ -59,7 +61,7 @@ def gunzip_file(src: Path, dst: Path, shown: str, limit: int = MAX_INPUT_BYTES) 
 
 
 def _head(path: Path) -> bytes:
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         return fh.read(4096)
 
 
@@ -67,8 +69,8 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
     if kind == "ncu-rep":
         yield from ncu_rep.read(path, shown)
     elif kind == "csv":
-        with path.open(encoding="utf-8-sig", errors=csv_pages.TEXT_ERRORS, newline="") as fh:
-            yield from csv_pages.read(fh, shown)
+        with open_input(path, what="report") as fh:
+            yield from csv_pages.read(csv_pages.text(fh), shown)
     elif kind == "gzip":
         raise InputError(shown, "gzip inside gzip")
     else:
@@ -78,7 +80,6 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
 def iter_file(path: Path) -> Iterator[RawKernel]:
     """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error."""
     shown = str(path)
-    bounded_file(path, what="report")
     try:
         head = _head(path)
         if not head:
@@ -109,12 +110,15 @@ def read_file(path: Path) -> list[RawKernel]:
 
 
 def inside(root: Path, rel: str, shown: Path) -> Path:
-    """`rel` under `root`, which must stay inside it: no absolute path, no '..', no link that leads out."""
+    """`rel` under `root`, which must stay inside it: no absolute path, no '..', no link that leads
+    out (a link loop stays where it is and is refused when it is opened)."""
+    if "\x00" in rel or not rel.strip():
+        raise InputError(shown, f"lists {rel!r}: not a usable path (empty, or a NUL byte)")
     candidate = Path(rel)
     if candidate.is_absolute() or ".." in candidate.parts:
         raise InputError(shown, f"lists {rel!r}, outside the bundle")
     full = root / candidate
-    if not full.resolve().is_relative_to(root.resolve()):
+    if not Path(os.path.realpath(full)).is_relative_to(os.path.realpath(root)):
         raise InputError(shown, f"{rel!r} leads outside the bundle (a link)")
     return full
 
@@ -136,6 +140,16 @@ def bundle_reports(directory: Path) -> list[Path]:
         where = directory / bundle_manifest_file.FILE
         if not manifest.reports:
             raise InputError(where, "bundle lists no reports (every capture in it failed)")
+        if len(manifest.reports) > MAX_REPORTS:
+            raise InputError(where, f"bundle lists {len(manifest.reports):,} reports, over the {MAX_REPORTS:,} "
+                                    "a bundle may hold (one a capture)")
+        seen: dict[str, str] = {}
+        for rel in manifest.reports:
+            key = os.path.realpath(inside(directory, rel, where))
+            if key in seen:
+                first = seen[key]
+                raise InputError(where, f"lists the report {first!r} twice" + ("" if first == rel else f" ({rel!r})"))
+            seen[key] = rel
         return [_as_captured(inside(directory, p, where), manifest.artifacts_sha256.get(p)) for p in manifest.reports]
     found = sorted({p for g in REPORT_GLOBS for p in directory.rglob(g)
                     if not any(part.startswith(".") for part in p.relative_to(directory).parts)})
@@ -149,7 +163,6 @@ def _as_captured(path: Path, sha256: str | None) -> Path:
     copy cut between two of its launches reads as a whole report of fewer (ingest/detect.py), and
     only this record tells it apart."""
     if sha256 is not None:
-        bounded_file(path, what="report")
         try:
             found = bundle_manifest_file.sha256_file(path)
         except OSError as exc:

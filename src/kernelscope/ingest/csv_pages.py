@@ -7,18 +7,22 @@ Rows are streamed from the open file, never held as a whole-file list, and a raw
 column index (a raw export has ~1,500 columns; a dict of them per row cost more than the analysis).
 ncu quotes every field, so a line whose every quote belongs to a '","' delimiter (empty fields
 included) splits on it (C speed); any other line (an escaped quote, a quoted field that spans
-lines, a line longer than the csv module's field limit) goes through the csv module.
+lines, a line longer than the csv module's field limit) goes through the csv module. Lines are
+read at most LINE_LIMIT characters at a time, so one line (a gzip of one 1.4 GB line took 2.9 GB)
+or one record over many lines cannot fill memory: a longer one is an error naming its line.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
+import io
 import itertools
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import compress
 from operator import itemgetter, mul
-from typing import cast
+from typing import BinaryIO, TextIO, cast
 
 from .. import catalogue as C
 from ..errors import InputError
@@ -56,12 +60,23 @@ DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
 
 FIELD_LIMIT = csv.field_size_limit()  # a longer line may hold a longer field: the csv module refuses it
+LINE_LIMIT = 16 << 20  # characters of one line or record, its end included: ~400x a full raw export's row
 
 
 # How CSV text is read: bytes that are not UTF-8 come through as surrogates and are refused a line
 # at a time (records), so a whole-file read and a part's read (ingest/parts.py) name the same line
 # whatever the decoder's chunks; the BOM of a first line is dropped where the file starts.
 TEXT_ERRORS = "surrogateescape"
+
+
+def text(fh: BinaryIO, start: bool = True) -> TextIO:
+    """An input opened by files.open_input as CSV text, as every reader decodes it (`start`: it is
+    read from the file's start, where a BOM is dropped)."""
+    return io.TextIOWrapper(fh, encoding="utf-8-sig" if start else "utf-8", errors=TEXT_ERRORS, newline="")
+
+
+def _too_long(number: int, source: str) -> InputError:
+    return InputError(source, f"line {number}: a CSV line or record longer than {LINE_LIMIT:,} characters")
 
 
 def _utf8(line: str, number: int, source: str) -> None:
@@ -77,16 +92,18 @@ class NotSimple(Exception):
     line past the field limit), met where each line must be one record: a worker's part of a file."""
 
 
-def records(lines: Iterable[str], source: str, first_line: int = 1,
+def records(stream: TextIO, source: str, first_line: int = 1,
             strict: bool = False) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of every non-empty CSV record; `strict`: each line alone, or NotSimple.
     A file cut short is refused, never read as a shorter row: ncu quotes every field and ends every
     line, so a last line that ends inside a quoted field, or without a line end after an unquoted
     one (`"1.5","2` or `"1.5",`), was cut."""
-    it = iter(lines)
+    it = iter(functools.partial(stream.readline, LINE_LIMIT + 1), "")
     number = first_line - 1
     for line in it:
         number += 1
+        if len(line) > LINE_LIMIT:
+            raise _too_long(number, source)
         _utf8(line, number, source)
         if line[:1] == "\ufeff":  # a BOM past the file's start: a second file's (`cat a.csv b.csv`)
             line = line[1:]
@@ -123,7 +140,7 @@ class _Counting:
 
     def __init__(self, first: str, rest: Iterator[str], number: int, source: str) -> None:
         self.inner, self.lines, self.number, self.source = itertools.chain([first], rest), 0, number, source
-        self.last, self.ended = first, False
+        self.last, self.ended, self.chars = first, False, 0
 
     def __iter__(self) -> _Counting:
         return self
@@ -134,6 +151,9 @@ class _Counting:
         except StopIteration:
             self.ended = True
             raise
+        self.chars += len(line)
+        if self.chars > LINE_LIMIT:
+            raise _too_long(self.number, self.source)
         if self.lines:
             _utf8(line, self.number + self.lines, self.source)
         self.lines += 1
@@ -319,9 +339,9 @@ def _launch_start(source: str, line: int, row: list[str], launch_at: int, done: 
     return line, row
 
 
-def read(lines: Iterable[str], source: str) -> Iterator[RawKernel]:
+def read(stream: TextIO, source: str) -> Iterator[RawKernel]:
     """Pick the page by its header, not the file name."""
-    rows = records(lines, source)
+    rows = records(stream, source)
     first = next(rows, None)
     if first is None or KERNEL_NAME not in first[1]:
         raise InputError(source, f'CSV has no "{KERNEL_NAME}" column: not an ncu --csv export')

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
+from ..files import open_input
 from ..model import RawKernel, RuleResult
 from .detect import check_ncu_rep_framing
 from .units import measured, unit_factor, unknown
@@ -112,7 +113,7 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
     reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy file
     name, its bytes as surrogates here) is opened through a link with a plain name, kept until the
     reading ends."""
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         framing = check_ncu_rep_framing(fh, shown)
     with ExitStack() as stack:
         try:

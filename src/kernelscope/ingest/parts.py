@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import InputError
-from ..files import bounded_file
+from ..files import open_input
 from ..model import RawKernel
 from . import csv_pages, ncu_rep
 from .detect import sniff
@@ -43,11 +43,10 @@ class CsvSplit:
     def read_part(self, i: int) -> Iterator[RawKernel]:
         """The launches of part i, each line one record or csv_pages.NotSimple; bad UTF-8 or a
         malformed row raises InputError (its line number counted from the part)."""
-        with self.path.open("rb") as fh:
+        with open_input(self.path, what="report") as fh:
             fh.seek(self.bounds[i])
             data = fh.read(self.bounds[i + 1] - self.bounds[i])
-        lines = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=csv_pages.TEXT_ERRORS,
-                                 newline="")  # as the whole-file read splits and decodes
+        lines = csv_pages.text(io.BytesIO(data), start=False)  # as the whole-file read splits and decodes
         shown = str(self.path)
         yield from csv_pages.read_raw(self.header, csv_pages.records(lines, shown, strict=True), shown, self.units)
 
@@ -55,9 +54,9 @@ class CsvSplit:
         """The launches from part i's start to the end of the file in one stream, as a whole-file
         read gives them; `seen`: launches the parts before it held (none at all is an error)."""
         shown = str(self.path)
-        with self.path.open("rb") as fh:
+        with open_input(self.path, what="report") as fh:
             line = 1 + _lines(fh, self.bounds[i])
-            text = io.TextIOWrapper(fh, encoding="utf-8", errors=csv_pages.TEXT_ERRORS, newline="")
+            text = csv_pages.text(fh, start=False)
             for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
                 seen += 1
                 yield raw
@@ -90,8 +89,7 @@ def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
     """A plain raw-page CSV of more than two parts' bytes of launch rows, whose header and units
     rows are a line each, cut at line starts into parts of about `part_bytes`; a plain report of at
     least two REPORT_PARTs of launches, one part a job; None for any other input, read whole."""
-    bounded_file(path, what="report")
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         kind = sniff(fh.read(4096))
     if kind == "ncu-rep":
         count = ncu_rep.launches(path)
@@ -101,7 +99,7 @@ def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
 
 
 def _csv_split(path: Path, part_bytes: int) -> CsvSplit | None:
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         first, second = fh.readline(csv_pages.FIELD_LIMIT + 4), fh.readline(csv_pages.FIELD_LIMIT + 4)
         size = fh.seek(0, io.SEEK_END)
     start = len(first) + len(second)
@@ -109,25 +107,28 @@ def _csv_split(path: Path, part_bytes: int) -> CsvSplit | None:
             or not all(line.endswith(b"\n") and b"\r" not in line.rstrip(b"\r\n") for line in (first, second)):
         return None
     try:
-        found = [f for _, f in csv_pages.records([first.decode("utf-8-sig"), second.decode("utf-8")], str(path),
-                                                 strict=True)]
+        head = io.StringIO(first.decode("utf-8-sig") + second.decode("utf-8"), newline="")
+        found = [f for _, f in csv_pages.records(head, str(path), strict=True)]
     except (UnicodeDecodeError, csv_pages.NotSimple):
         return None
     if len(found) != 2 or csv_pages.KERNEL_NAME not in found[0] \
             or all(h in found[0] for h in csv_pages.DETAILS_HEADER):
         return None
-    return CsvSplit(path, found[0], found[1], _bounds(path, start, size, part_bytes))
+    bounds = _bounds(path, start, size, part_bytes)
+    return None if bounds is None else CsvSplit(path, found[0], found[1], bounds)
 
 
-def _bounds(path: Path, start: int, size: int, part_bytes: int) -> list[int]:
-    """Offsets just past a newline, about `part_bytes` apart, from `start` to `size` (a line of any
-    length is scanned a block at a time, never gathered)."""
+def _bounds(path: Path, start: int, size: int, part_bytes: int) -> list[int] | None:
+    """Offsets just past a newline, about `part_bytes` apart, from `start` to `size`; None when a
+    line runs past csv_pages.LINE_LIMIT bytes (the whole-file read names it; a part never holds it)."""
     bounds = [start]
-    with path.open("rb") as fh:
+    with open_input(path, what="report") as fh:
         while bounds[-1] + part_bytes < size:
             at = fh.seek(bounds[-1] + part_bytes)
             while (block := fh.read(1 << 16)) and b"\n" not in block:
                 at += len(block)
+                if at - bounds[-1] - part_bytes > csv_pages.LINE_LIMIT:
+                    return None
             if not block:
                 break
             bounds.append(at + block.index(b"\n") + 1)

@@ -25,7 +25,7 @@ from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect
-from .kubectl import Kube
+from .kubectl import Kube, check_name, ref
 from .transport import PodTransport, Warmup
 
 
@@ -185,10 +185,10 @@ def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, 
     kube = Kube(namespace, timeout=timeout)
     listed = kube.h("list", "-q", "-l", f"{sister.OWNER_LABEL}={sister.OWNER}", "--deployed", "--failed",
                     "--pending", "--uninstalling", "--superseded", mutates=False) or ""
-    ours = [r for r in listed.split() if r]
-    pods = kube.get_json("pods", "-l", f"{sister.OWNER_LABEL}={sister.OWNER}").get("items", [])
-    expiry = {p["metadata"]["name"]: int(p["metadata"].get("labels", {}).get(sister.EXPIRES_LABEL, "0") or 0)
-              for p in pods}
+    ours = [check_name("release", r, cluster=True) for r in listed.split() if r]
+    pods = kube.get_json("pods", f"--selector={sister.OWNER_LABEL}={sister.OWNER}").get("items", [])
+    expiry = {check_name("pod", p["metadata"]["name"], cluster=True):
+              int(p["metadata"].get("labels", {}).get(sister.EXPIRES_LABEL, "0") or 0) for p in pods}
     if release is not None:
         if release not in ours:
             raise KubeError(f"release {release} is not one of kernelscope's sisters in {namespace}; not touching it")
@@ -204,6 +204,6 @@ def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, 
     orphans = [n for n, t in expiry.items() if n not in ours and (release is None or n == release)
                and (not expired or (t and t <= now))]
     for pod in orphans:  # a sister whose helm record is gone
-        kube.k("delete", "pod", pod, "--ignore-not-found", "--wait=true", mutates=True)
+        kube.k("delete", ref("pod", pod), "--ignore-not-found", "--wait=true", mutates=True)
         removed.append(f"pod/{pod}")
     return removed

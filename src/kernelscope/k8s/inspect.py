@@ -11,7 +11,7 @@ from typing import Any, Literal
 from .. import redact
 from ..errors import KubeError
 from .findings import GPU, Finding, Level, as_int, gpu_request, named
-from .kubectl import Kube, check_name
+from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight
 
 Strategy = Literal["wrap", "attach", "direct"]
@@ -63,7 +63,7 @@ def parse_target(target: str) -> str:
     kind, _, name = target.rpartition("/")
     if kind not in ("", "deploy", "deployment", "deployments", "deployment.apps"):
         raise KubeError(f"{target}: only deployments are supported (deploy/NAME)")
-    return check_name("deployment", name, subdomain=True)
+    return check_name("deployment", name)
 
 
 def log_cuda_version(log: str) -> str | None:
@@ -142,18 +142,20 @@ def _env_names(container: dict[str, Any]) -> dict[str, str]:
 def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None,
             strategy: Strategy | None = None, grant_cap: bool = False) -> Inspection:
     name = parse_target(target)
-    dep = kube.get_json("deployment", name)
+    dep = kube.get_json(ref("deployment", name))
     template = dep["spec"]["template"]
     spec = template["spec"]
     cont = gpu_container(spec, container)
     args = [str(a) for a in cont.get("args") or []]
     command = [str(c) for c in cont.get("command") or []]
-    selector = ",".join(f"{k}={v}" for k, v in dep["spec"]["selector"].get("matchLabels", {}).items())
-    pods = kube.get_json("pods", "-l", selector).get("items", []) if selector else []
+    labels = dep["spec"]["selector"].get("matchLabels") or {}
+    pods = kube.get_json("pods", selector(labels)).get("items", []) if labels else []
     pod = next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
+    node, pod_name = (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name")
     ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)),
-                     template, cont["name"], cont.get("image", ""), command, args,
-                     (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name"),
+                     template, check_name("container", cont.get("name"), cluster=True), cont.get("image", ""),
+                     command, args, node and check_name("node", node, cluster=True),
+                     pod_name and check_name("pod", pod_name, cluster=True),
                      parallel_processes([*command, *args]), _server_port(cont, [*command, *args]), gpu_request(cont))
     _findings(kube, ins, cont, pod, tools_image)
     ins.findings += preflight(kube, ins, grant_cap, strategy == "direct")
@@ -200,12 +202,12 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
                                                                "counts and windows short" if level == "warn" else ""),
                          f"container args: {' '.join(redact.argv(ins.args))[:200]}"))
     log = ""
-    if pod:
-        log = kube.k("logs", pod["metadata"]["name"], "-c", ins.container, "--tail=400", check=False) or ""
+    if ins.pod:
+        log = kube.k("logs", ref("pod", ins.pod), f"--container={ins.container}", "--tail=400", check=False) or ""
     app_cuda = ins.app_cuda = log_cuda_version(log)
     node_cuda = driver = None
     if ins.node:
-        node = kube.get_json("node", ins.node, check=False)
+        node = kube.get_json(ref("node", ins.node), check=False)
         node_cuda, driver = _node_cuda(node.get("metadata", {}).get("labels", {}))
     if app_cuda and node_cuda and int(app_cuda.split(".")[0]) > int(node_cuda.split(".")[0]):
         f.append(Finding("cuda-driver-skew", "block",

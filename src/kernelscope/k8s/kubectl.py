@@ -2,8 +2,11 @@
 
 kubectl (not a Python client) because it is what our users already run: it honours their
 kubeconfig, contexts and auth plugins, and `kubectl debug`/`cp`/`exec` have no equal in the client
-libraries. Names that reach argv are checked first (DNS-1123), so a name can never be read as an
-option. In dry-run mode, steps that change the cluster are only recorded; reads still run.
+libraries. Every name that reaches argv is checked first by the Kubernetes rule for its kind,
+whether the user gave it or the cluster handed it back (an API server need not validate: a node
+named `--kubeconfig=evil.kubeconfig` once made kubectl read that file), and stands where kubectl
+cannot read it as an option: `pod/NAME`, `--container=NAME`, `--selector=...`, after `--` for helm.
+In dry-run mode, steps that change the cluster are only recorded; reads still run.
 """
 
 from __future__ import annotations
@@ -22,17 +25,53 @@ from ..errors import KubeError
 if TYPE_CHECKING:  # imported in log(): the CLI parser reads this package's defaults and must start fast
     from ..manifest import CommandRun
 
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL = re.compile(_LABEL)
+DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
+# kind -> (rule, longest): the apiserver's own validation for each kind of name, and helm's for releases
+NAME_RULES: dict[str, tuple[re.Pattern[str], int]] = {
+    "namespace": (DNS1123_LABEL, 63), "container": (DNS1123_LABEL, 63), "release": (DNS1123_SUBDOMAIN, 53),
+    "pod": (DNS1123_SUBDOMAIN, 253), "node": (DNS1123_SUBDOMAIN, 253), "deployment": (DNS1123_SUBDOMAIN, 253),
+    "pvc": (DNS1123_SUBDOMAIN, 253), "secret": (DNS1123_SUBDOMAIN, 253),
+}
+_LABEL_NAME = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 
 
-def check_name(kind: str, value: str, subdomain: bool = False) -> str:
-    """A Kubernetes object name (DNS-1123): lower-case letters, digits, '-' (and '.'), never an option."""
-    pattern = DNS1123_SUBDOMAIN if subdomain else DNS1123_LABEL
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise KubeError(f"{kind} {value!r}: not a valid Kubernetes name (lower-case letters, digits and '-', "
-                        f"starting and ending with a letter or digit, at most {253 if subdomain else 63})")
+def check_name(kind: str, value: object, cluster: bool = False) -> str:
+    """A Kubernetes object name by its kind's rule (DNS-1123 label or subdomain): lower-case
+    letters, digits, '-' (and '.'), never an option. `cluster`: the name was read back from the
+    cluster, and the error says so."""
+    pattern, longest = NAME_RULES[kind]
+    if not isinstance(value, str) or len(value) > longest or not pattern.fullmatch(value):
+        origin = " (as the cluster returned it; refusing to pass it to kubectl)" if cluster else ""
+        raise KubeError(f"{kind} {value!r:.120}{origin}: not a valid Kubernetes name (lower-case letters, digits "
+                        f"and '-'{', dots between' if pattern is DNS1123_SUBDOMAIN else ''}, starting and ending "
+                        f"with a letter or digit, at most {longest})")
     return value
+
+
+def ref(kind: str, value: object, cluster: bool = False) -> str:
+    """`kind/NAME` for kubectl, the name checked: a word that starts with the kind, never an option."""
+    return f"{kind}/{check_name(kind, value, cluster)}"
+
+
+def _label_part(text: object, key: bool) -> bool:
+    if not isinstance(text, str):
+        return False
+    prefix, _, name = text.rpartition("/") if key else ("", "", text)
+    if key and "/" in text and not (len(prefix) <= 253 and DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return len(name) <= 63 and (bool(_LABEL_NAME.fullmatch(name)) or (not key and name == ""))
+
+
+def selector(labels: dict[str, object]) -> str:
+    """`--selector=k=v,...` from a deployment's matchLabels, every key and value checked by the
+    label rules (a value holding ',' or '!' would change the selector)."""
+    for k, v in labels.items():
+        if not _label_part(k, True) or not _label_part(v, False):
+            raise KubeError(f"label {k!r:.80}={v!r:.80} (as the cluster returned it): not a valid Kubernetes label; "
+                            "refusing to pass it to kubectl")
+    return "--selector=" + ",".join(f"{k}={v}" for k, v in labels.items())
 
 
 @dataclass
@@ -90,8 +129,8 @@ class Kube:
 
     def uninstall(self, release: str, timeout: float) -> None:
         """Remove a helm release of ours and wait for it to be gone (absent already: nothing to do)."""
-        self.h("uninstall", release, "--ignore-not-found", "--wait", "--timeout", f"{int(timeout)}s",
-               timeout=timeout + 30)
+        self.h("uninstall", "--ignore-not-found", "--wait", "--timeout", f"{int(timeout)}s", "--",
+               check_name("release", release), timeout=timeout + 30)
 
     def get_json(self, *args: str, check: bool = True) -> Any:
         out = self.k("get", *args, "-o", "json", check=check)

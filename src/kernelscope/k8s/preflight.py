@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .findings import GPU, Finding, as_int, gpu_request, named
-from .kubectl import Kube
+from .kubectl import Kube, ref
 
 if TYPE_CHECKING:
     from .inspect import Inspection
@@ -58,7 +58,7 @@ def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
                          "checked", "container resources")]
     nodes = kube.get_json("nodes", check=False).get("items", [])
     selector = ins.template["spec"].get("nodeSelector") or {}
-    pods = kube.get_json("pods", "-A", "--field-selector", "status.phase=Running", check=False).get("items", [])
+    pods = kube.get_json("pods", "-A", "--field-selector=status.phase=Running", check=False).get("items", [])
     free: dict[str, int] = {}
     for node in nodes:
         name = node["metadata"]["name"]
@@ -95,7 +95,7 @@ def quota(kube: Kube, ins: Inspection) -> list[Finding]:
 def dcgm(kube: Kube, node: str | None) -> list[Finding]:
     if not node:
         return []
-    pods = kube.get_json("pods", "-A", "--field-selector", f"spec.nodeName={node}", check=False).get("items", [])
+    pods = kube.get_json("pods", "-A", f"--field-selector=spec.nodeName={node}", check=False).get("items", [])
     hits = [f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in pods
             if any(d in p["metadata"]["name"] for d in DCGM)
             or any(d in str(v) for v in (p["metadata"].get("labels") or {}).values() for d in DCGM)]
@@ -135,7 +135,7 @@ def volumes(kube: Kube, ins: Inspection) -> tuple[list[Finding], str | None]:
         claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
         if not claim:
             continue
-        pvc = kube.get_json("pvc", claim, check=False)
+        pvc = kube.get_json(ref("pvc", claim, cluster=True), check=False)
         modes = pvc.get("spec", {}).get("accessModes") or pvc.get("status", {}).get("accessModes") or []
         if not pvc:
             findings.append(Finding("model-volume", "info", f"PVC {claim} not readable: access mode unknown",

@@ -32,7 +32,7 @@ from ..ncu.argv import launch_argv
 from . import sister, watch
 from .findings import named
 from .inspect import INJECTION_ENV, Inspection
-from .kubectl import Kube, Step
+from .kubectl import Kube, Step, check_name, ref
 
 POLL_S = 2.0
 PIDFILE = "/tmp/kernelscope-ncu.pid"
@@ -99,7 +99,7 @@ class PodTransport:
         """A command in the tools sidecar (or the debug container): exports, nvidia-smi."""
         if self.pod is None:
             return 127, ""
-        step = self.kube.k("exec", self.pod, "-c", self.tools, "--", *argv, check=False, defer=True, timeout=timeout)
+        step = self.kube.k(*self._exec(self.tools), *argv, check=False, defer=True, timeout=timeout)
         code = self.kube.steps[-1].exit_code
         return (0 if code is None else code), step or ""
 
@@ -128,7 +128,7 @@ class PodTransport:
         release = self._release()
         ours = replace(self.opts, release=release)
         self.values = sister.values(self.ins, ours, gpu_command)
-        existing = self.kube.h("status", release, "-o", "json", mutates=False, check=False)
+        existing = self.kube.h("status", "-o", "json", "--", release, mutates=False, check=False)
         if existing and existing.strip().startswith("{"):
             labels = (json.loads(existing).get("labels") or {})
             if labels.get(sister.OWNER_LABEL) != sister.OWNER:
@@ -141,8 +141,8 @@ class PodTransport:
             vf.write_text(json.dumps(self.values))
             self.installed.append(release)  # from here on, cleanup uninstalls (also if helm fails half-way)
             labels = f"{sister.OWNER_LABEL}={sister.OWNER},{sister.CAPTURE_LABEL}={self.opts.capture_id}"
-            self.kube.h("install", release, sister.chart_path(), "-f", str(vf), "--labels", labels,
-                        "--timeout", f"{int(self.kube.timeout)}s")
+            self.kube.h("install", "-f", str(vf), "--labels", labels, "--timeout", f"{int(self.kube.timeout)}s",
+                        "--", release, sister.chart_path())
         self.pod = release
         self.say(f"sister {release} installed ({self.strategy}); waiting for it to run")
 
@@ -152,17 +152,17 @@ class PodTransport:
         assert self.ins.pod
         self.pod = self.ins.pod
         self.tools = self.debug_container = f"kernelscope-{self.opts.capture_id}-{self.unit}"
-        self.kube.k("debug", self.pod, f"--image={self.opts.tools_image}", f"--container={self.tools}", "--",
-                    "sh", "-c", SLEEP_WITH_PID, f"{PIDFILE}.sleep", str(self.opts.ttl_s), mutates=True)
+        self.kube.k("debug", ref("pod", self.pod), f"--image={self.opts.tools_image}", f"--container={self.tools}",
+                    "--", "sh", "-c", SLEEP_WITH_PID, f"{PIDFILE}.sleep", str(self.opts.ttl_s), mutates=True)
         if self.kube.dry_run:
             return
         deadline = time.monotonic() + self.kube.timeout
         while time.monotonic() < deadline:
-            pod = self.kube.get_json("pod", self.pod, check=False)
+            pod = self.kube.get_json(ref("pod", self.pod), check=False)
             states = {s.get("name"): s.get("state") or {} for s in
                       (pod.get("status") or {}).get("ephemeralContainerStatuses") or []}
             if "running" in states.get(self.tools, {}):
-                self.kube.k("exec", self.pod, "-c", self.tools, "--", "mkdir", "-p", "/tmp/kernelscope", mutates=True)
+                self.kube.k(*self._exec(self.tools), "mkdir", "-p", "/tmp/kernelscope", mutates=True)
                 return
             if "terminated" in states.get(self.tools, {}):
                 raise KubeError(f"debug container {self.tools} in {self.pod} ended: {states[self.tools]}")
@@ -171,7 +171,7 @@ class PodTransport:
 
     def _ready(self, progress: Progress, t0: float) -> None:
         """Once Ready: the admitted pod must not carry another profiler's injection; note the GPU."""
-        pod = self.kube.get_json("pod", self.pod or "", check=False)
+        pod = self.kube.get_json(ref("pod", self.pod), check=False)
         gpu = named(pod.get("spec", {}), self.ins.container)
         injected = [e for e in gpu.get("env") or [] if e.get("name") == INJECTION_ENV]
         if injected and self.strategy != "direct":
@@ -179,11 +179,10 @@ class PodTransport:
                             "webhook): exclude kernelscope's pods from that webhook (label "
                             f"{sister.OWNER_LABEL}={sister.OWNER}) and run again")
         for smi in ("nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"):  # the toolkit puts it in one of these
-            q = self.kube.k("exec", self.pod or "", "-c", self.ins.container, "--", smi,
-                            "--query-gpu=name,driver_version", "--format=csv,noheader", check=False, defer=True)
+            q = self.kube.k(*self._exec(self.ins.container), smi, "--query-gpu=name,driver_version",
+                            "--format=csv,noheader", check=False, defer=True)
             if q:
-                banner = self.kube.k("exec", self.pod or "", "-c", self.ins.container, "--", smi, check=False,
-                                     defer=True)
+                banner = self.kube.k(*self._exec(self.ins.container), smi, check=False, defer=True)
                 self.facts = parse_gpu_facts(q, banner or "")
                 break
         name = self.facts.name if self.facts else None
@@ -193,14 +192,14 @@ class PodTransport:
         """One warm-up request from inside the pod: curl, else wget (busybox), else python3. The
         reply is kept (with its time and the report's size then) for the bundle's warmup.json."""
         assert self.warmup
-        w, pod = self.warmup, self.pod or ""
+        w = self.warmup
         start = time.monotonic()
         for argv in (["curl", "-sf", "-m", "120", "-X", "POST", "-H", "Content-Type: application/json",
                       "-d", w.body, w.url],
                      ["wget", "-q", "-O", "-", "--header=Content-Type: application/json", f"--post-data={w.body}",
                       w.url],
                      ["python3", "-c", POST_PY, w.url, w.body]):
-            reply = self.kube.k("exec", pod, "-c", self.tools, "--", *argv, check=False, defer=True, timeout=180)
+            reply = self.kube.k(*self._exec(self.tools), *argv, check=False, defer=True, timeout=180)
             code = self.kube.steps[-1].exit_code
             if code not in (126, 127):  # 126/127: no such program here
                 self.replies.append({"unit": self.unit, "t_s": round(start - t0, 2),
@@ -210,21 +209,20 @@ class PodTransport:
         return False
 
     def _start_attach(self, argv: list[str]) -> None:
-        cmd = self.kube.kubectl_argv("exec", self.pod or "", "-c", self.tools, "--", "sh", "-c",
-                                     RECORD_PID_AND_EXEC, PIDFILE, *argv)
+        cmd = self.kube.kubectl_argv(*self._exec(self.tools), "sh", "-c", RECORD_PID_AND_EXEC, PIDFILE, *argv)
         self.kube.steps.append(Step(cmd, True))
         if not self.kube.dry_run:
             self.session = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def _size(self, remote: str) -> int:
-        out = (self.kube.k("exec", self.pod or "", "-c", self.tools, "--", "wc", "-c", remote, check=False,
-                           defer=True) or "").split()
+        out = (self.kube.k(*self._exec(self.tools), "wc", "-c", remote, check=False, defer=True) or "").split()
         return int(out[0]) if out and out[0].isdigit() else 0
 
     def _log(self) -> str:
         if self.strategy != "wrap":
             return ""
-        return self.kube.k("logs", self.pod or "", "-c", self.ins.container, "--tail=3000", check=False,
+        return self.kube.k("logs", ref("pod", self.pod), f"--container={self.ins.container}", "--tail=3000",
+                           check=False,
                            defer=True) or ""
 
     def _wait(self, argv: list[str], remote: str, local: Path, deadline: float,
@@ -233,18 +231,20 @@ class PodTransport:
         if self.kube.dry_run:
             if self.strategy != "wrap":
                 self._start_attach(argv)
-            self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", self.tools, defer=True)
+            self.kube.k(*self._cp(remote, local), defer=True)
             return False, ""
         if self.strategy == "direct":
             self._start_attach(argv)
         while time.monotonic() < deadline:
-            pod = self.kube.get_json("pod", self.pod or "", check=False)
+            pod = self.kube.get_json(ref("pod", self.pod), check=False)
             st = watch.state(pod, self.ins.container)
             log = self._log() if st.running or st.failure else ""
             errors = watch.ncu_errors(log)
             if st.failure or errors:
                 if st.culprit and st.culprit != self.ins.container:
-                    log = self.kube.k("logs", self.pod or "", "-c", st.culprit, "--tail=20", check=False) or ""
+                    culprit = check_name("container", st.culprit, cluster=True)
+                    log = self.kube.k("logs", ref("pod", self.pod), f"--container={culprit}", "--tail=20",
+                                      check=False) or ""
                 tail = " | ".join((errors or log.strip().splitlines())[-5:])
                 why = st.failure or "ncu reported an error"
                 raise KubeError(f"{self.pod}: " + redact.text(why + (f"; log: {tail}" if tail else ""), self.secrets))
@@ -260,7 +260,7 @@ class PodTransport:
                 else:  # the server may still be loading its model behind a Ready pod
                     time.sleep(1.0)
             if size > 0 and size == last:
-                self.kube.k("cp", f"{self.pod}:{remote}", str(local), "-c", self.tools, check=False)
+                self.kube.k(*self._cp(remote, local), check=False)
                 if complete_report(local):
                     return True, self._ncu_lines(log)
             last = size
@@ -270,6 +270,16 @@ class PodTransport:
                          f"{f'{size:,} bytes' if size else 'not yet written'} ({time.monotonic() - t0:.0f} s)")
             time.sleep(POLL_S)
         return False, self._ncu_lines(self._log()) + "\n(kernelscope: no complete report within the timeout)"
+
+    def _exec(self, container: str) -> list[str]:
+        """`kubectl exec` in this unit's pod, up to the `--` its command follows."""
+        return ["exec", ref("pod", self.pod), f"--container={container}", "--"]
+
+    def _cp(self, remote: str, local: Path) -> list[str]:
+        """`kubectl cp` of the report: its pod as NAMESPACE/POD:PATH (a word kubectl cannot read as an
+        option), both paths after `--`."""
+        pod = check_name("pod", self.pod)
+        return ["cp", f"--container={self.tools}", "--", f"{self.kube.namespace}/{pod}:{remote}", str(local)]
 
     def _ncu_lines(self, log: str) -> str:
         if self.session is not None and self.session.stdout is not None and self.session.poll() is not None:
@@ -282,8 +292,8 @@ class PodTransport:
         problems = []
         if self.debug_container and self.pod:
             try:  # end the in-pod ncu and the debug container's sleep by pid: nothing stays running
-                self.kube.k("exec", self.pod, "-c", self.debug_container, "--", "sh", "-c", KILL_PIDFILES, "ks",
-                            PIDFILE, f"{PIDFILE}.sleep", mutates=True, check=False, timeout=60)
+                self.kube.k(*self._exec(self.debug_container), "sh", "-c", KILL_PIDFILES, "ks", PIDFILE,
+                            f"{PIDFILE}.sleep", mutates=True, check=False, timeout=60)
             except KubeError as exc:
                 problems.append(str(exc))
         if self.session is not None and self.session.poll() is None:
@@ -295,7 +305,7 @@ class PodTransport:
             self.say(f"cleaning up: uninstalling {release}")
             try:
                 self.kube.uninstall(release, self.kube.timeout)
-                self.kube.k("wait", "--for=delete", f"pod/{release}", f"--timeout={int(self.kube.timeout)}s",
+                self.kube.k("wait", "--for=delete", ref("pod", release), f"--timeout={int(self.kube.timeout)}s",
                             mutates=True, check=False, timeout=self.kube.timeout + 30)
             except KubeError as exc:
                 problems.append(str(exc))

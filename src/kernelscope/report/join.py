@@ -18,8 +18,6 @@ which ncu's few captured launches are not) when given, else the sample shares.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -30,6 +28,8 @@ from ..analysis.frontier import FrontierItem
 from ..analysis.groups import Key
 from ..analysis.verdict import roof_pct, verdict_roof
 from ..errors import InputError
+from ..files import open_input
+from ..ingest import csv_pages
 from ..ingest.names import short_name, template_name
 from ..ingest.units import parse_number
 from ..model import Assessment
@@ -97,39 +97,58 @@ class JoinRow:
     verdict: str
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(path, f"cannot read ({exc.strerror})") from exc
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows:
+PROFILE_LIMIT = 64 << 20  # an nsys or sampling summary: one row a kernel name
+
+
+def _table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """A profile's CSV: its header and (line, fields) rows, read as every CSV input is (opened by
+    files.open_input, bounded lines, UTF-8 checked); a row of another width is an error naming its line."""
+    shown = str(path)
+    with open_input(path, PROFILE_LIMIT, "CSV") as fh:
+        try:
+            found = list(csv_pages.records(csv_pages.text(fh), shown))
+        except OSError as exc:
+            raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    if len(found) < 2:
         raise InputError(path, "CSV has no rows")
-    return rows
+    (_, header), rows = found[0], found[1:]
+    for line, row in rows:
+        if len(row) != len(header):
+            raise InputError(path, f"line {line} has {len(row)} fields, the header has {len(header)}")
+    return header, rows
+
+
+def _name(path: Path, line: int, text: str) -> str:
+    if not text.strip():
+        raise InputError(path, f"line {line}: no kernel name")
+    return text
 
 
 def read_nsys(path: Path) -> dict[str, float]:
     """`nsys stats --report cuda_gpu_kern_sum --format csv`: kernel name as nsys wrote it -> total ms."""
+    header, rows = _table(path)
+    if "Name" not in header or "Total Time (ns)" not in header:
+        raise InputError(path, 'not an nsys cuda_gpu_kern_sum CSV (needs "Name" and "Total Time (ns)")')
+    name_at, time_at = header.index("Name"), header.index("Total Time (ns)")
     out: dict[str, float] = {}
-    for row in _rows(path):
-        if "Name" not in row or "Total Time (ns)" not in row:
-            raise InputError(path, 'not an nsys cuda_gpu_kern_sum CSV (needs "Name" and "Total Time (ns)")')
-        value = parse_number(row["Total Time (ns)"])
+    for line, row in rows:
+        name, value = _name(path, line, row[name_at]), parse_number(row[time_at])
         if value is not None:
-            out[row["Name"]] = out.get(row["Name"], 0.0) + value / 1e6
+            out[name] = out.get(name, 0.0) + value / 1e6
     return out
 
 
 def read_shares(path: Path) -> dict[str, float]:
     """A profiler's sample shares: columns name (or function) and share %, name as written -> %."""
+    header, rows = _table(path)
+    cols = [h.lower().strip() for h in header]
+    name_at = next((cols.index(c) for c in ("name", "function", "kernel") if c in cols), None)
+    share_at = next((i for i, c in enumerate(cols) if c and ("share" in c or "%" in c or "percent" in c)), None)
+    if name_at is None or share_at is None:
+        raise InputError(path, "needs a name column and a share % column")
     out: dict[str, float] = {}
-    for row in _rows(path):
-        cols = {k.lower().strip(): v for k, v in row.items() if k}
-        name = cols.get("name") or cols.get("function") or cols.get("kernel")
-        share = next((v for k, v in cols.items() if "share" in k or "%" in k or "percent" in k), None)
-        if name is None or share is None:
-            raise InputError(path, "needs a name column and a share % column")
-        value = parse_number(share.rstrip("%"))
+    for line, row in rows:
+        name, value = _name(path, line, row[name_at]), parse_number(row[share_at].rstrip("%"))
         if value is not None:
             out[name] = out.get(name, 0.0) + value
     return out
