@@ -1,6 +1,8 @@
-"""Counters -> figures. Every figure is None when a counter it needs is absent (or its ratio has a
-zero denominator), and its name goes into the record's `unmeasured` list: a missing counter is
-never read as 0."""
+"""Counters -> figures. Every figure is None when a counter it needs is absent, out of range (a
+corrupt counter, left out by ingest), or the figure itself is out of range (model.in_range) or
+outside its domain (a clock of 0), and its name goes into the record's `unmeasured` list with a
+note: a missing counter is never read as 0. A ratio with a zero denominator is None too, undefined
+rather than unmeasured."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import fields
 from typing import Any
 
 from .. import catalogue as C
-from ..model import KernelRecord, RawKernel, TensorPath
+from ..model import OUT_OF_RANGE, KernelRecord, RawKernel, TensorPath, all_in_range, in_range
 
 
 def _simt_ops(m: Mapping[str, float], op: str) -> float | None:
@@ -89,6 +91,9 @@ ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops",
                      ("achieved_dram_tbps", "duration_ns"))
 
 
+# Figures that a launch that ran cannot read as 0 or less: a roof is scaled by the clock it ran at.
+POSITIVE = ("sm_clock_hz", "dram_clock_hz")
+
 # The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
 # field order: a record's `unmeasured` lists them in this order.
 FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
@@ -137,6 +142,26 @@ def tensor_path(m: Mapping[str, float], tensor_flops: float) -> TensorPath | Non
     if C.TENSOR_WGMMA_INST in m and m.get(C.TENSOR_HMMA_INST, 0.0) - m.get(C.HFMA2_MMA, 0.0) > 0:
         return "mma.sync"
     return None
+
+
+def _check_range(figures: dict[str, Any], notes: list[str]) -> None:
+    """Null the figures out of range (a ratio over a near-zero duration, a sum of huge counters: the
+    input's values overflow) or outside their domain, each with a note; one C pass in the common case."""
+    numbers = [v for v in figures.values() if type(v) is float]
+    numbers += [v for m in figures.values() if type(m) is dict for v in m.values()]
+    if all_in_range(numbers) and all(figures[f] is None or figures[f] > 0 for f in POSITIVE):
+        return
+    wrong = []
+    for name, v in figures.items():
+        if (type(v) is float and not in_range(v)) or (type(v) is dict and not all(map(in_range, v.values()))):
+            figures[name] = None
+            wrong.append(name)
+    if wrong:
+        notes.append(f"{OUT_OF_RANGE}: {', '.join(wrong)}")
+    for name in POSITIVE:
+        if figures[name] is not None and figures[name] <= 0:
+            notes.append(f"{name} reads {figures[name]:g}: a launch that ran had a clock, so not measured")
+            figures[name] = None
 
 
 def derive(raw: RawKernel) -> KernelRecord:
@@ -201,6 +226,9 @@ def derive(raw: RawKernel) -> KernelRecord:
         simt_efficiency_pct=None if tpi is None else 100.0 * tpi / 32.0,
         warp_stalls=warp_stall_shares(m),
     )
+    if raw.out_of_range:
+        notes.append(f"counters {OUT_OF_RANGE}: {', '.join(raw.out_of_range)}")
+    _check_range(figures, notes)
     for figure, denominator in ZERO_DENOMINATORS:
         if figures[denominator] == 0:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")

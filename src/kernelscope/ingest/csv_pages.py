@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import compress
 from operator import itemgetter, mul
@@ -22,9 +21,9 @@ from typing import cast
 
 from .. import catalogue as C
 from ..errors import InputError
-from ..model import RawKernel
+from ..model import RawKernel, all_in_range, in_range
 from .names import short_name
-from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor
+from .units import in_range_of, number, unit_factor
 
 KERNEL_NAME = "Kernel Name"
 
@@ -123,19 +122,12 @@ class _Counting:
         return line
 
 
-def _scaled(text: str, factor: float) -> float | None:
-    value = parse_number(text)
-    if value is None:
-        return None
-    value *= factor
-    return value if measured(value) else None
-
-
-def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]) -> dict[str, float]:
-    """The wanted fields of one raw row in base units: an empty field was not collected, a number
-    may carry thousands separators, and a value out of range raw or scaled (corruption) is left out,
-    as parse_number and _scaled leave it. The common row goes through C loops only (join, replace,
-    split, map, fsum): ~90 fields a row, the hot loop of a large export."""
+def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]
+               ) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The wanted fields of one raw row in base units, and the names of those out of range raw or
+    scaled (corruption: model.in_range), which are left out. An empty field was not collected, a
+    number may carry thousands separators. The common row goes through C loops only (join, replace,
+    split, map, fsum, min: model.all_in_range): ~90 fields a row, the hot loop of a large export."""
     kept = list(filter(None, texts))
     if len(kept) < len(texts):
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
@@ -146,18 +138,15 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
     except ValueError:
         values = None
     if values is None:  # text where a number belongs (n/a, -), or a field holding _JOIN: one by one
-        values = list(map(parse_number, kept))
+        values = list(map(number, kept))
         names = list(compress(names, (v is not None for v in values)))
         factors = list(compress(factors, (v is not None for v in values)))
         values = [v for v in values if v is not None]
     raw = cast("list[float]", values)
     scaled = list(map(mul, raw, factors))
-    try:
-        if math.fsum(map(abs, raw)) <= MAX_MAGNITUDE and math.fsum(map(abs, scaled)) <= MAX_MAGNITUDE:
-            return dict(zip(names, scaled, strict=True))
-    except OverflowError:
-        pass
-    return {n: v for n, r, v in zip(names, raw, scaled, strict=True) if measured(r) and measured(v)}
+    if all_in_range(raw) and all_in_range(scaled):
+        return dict(zip(names, scaled, strict=True)), ()
+    return in_range_of(names, raw, scaled)
 
 
 _JOIN = "\x1f"  # the ASCII unit separator: a field that holds one is read one by one
@@ -191,14 +180,29 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
         if len(row) != width:
             raise InputError(source, f"line {line} has {len(row)} fields, the header has {width}")
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
-                        _field(row, device_at), metrics_of(names, factors, pick(row)))
+                        _field(row, device_at), *metrics_of(names, factors, pick(row)))
+
+
+MAX_LAUNCH_ID = 2**63 - 1  # the integer columns are int64 (Parquet, DataFrames)
 
 
 def _identity(source: str, full: str, launch: str, grid: str, block: str, device: str,
-              metrics: dict[str, float]) -> RawKernel:
-    number = parse_number(launch)
-    return RawKernel(source=source, launch_id=int(number) if number is not None else 0, name=short_name(full),
-                     name_full=full, device=device or None, grid=grid or None, block=block or None, metrics=metrics)
+              metrics: dict[str, float], out_of_range: Sequence[str] = ()) -> RawKernel:
+    return RawKernel(source=source, launch_id=_launch_id(launch, source), name=short_name(full), name_full=full,
+                     device=device or None, grid=grid or None, block=block or None, metrics=metrics,
+                     out_of_range=tuple(out_of_range))
+
+
+def _launch_id(text: str, source: str) -> int:
+    """ncu's launch number (none given: 0): a whole number that an int64 holds, as the integer
+    columns are in Parquet and DataFrames."""
+    value = number(text)
+    if value is None:
+        return 0
+    whole = int(text) if text.isascii() and text.isdigit() else int(value) if value.is_integer() else -1
+    if not 0 <= whole <= MAX_LAUNCH_ID:
+        raise InputError(source, f"launch ID {text!r:.40} is not a whole number from 0 to {MAX_LAUNCH_ID:,}")
+    return whole
 
 
 def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str) -> Iterator[RawKernel]:
@@ -210,21 +214,24 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
     launch_at, name_at, section_at, label_at, unit_at, value_at = (header.index(c) for c in needed)
     grid_at, block_at = _column(header, "Grid Size"), _column(header, "Block Size")
     shortest = max(launch_at, name_at, section_at, label_at, unit_at, value_at) + 1
-    launches: dict[str, tuple[list[str], dict[str, float]]] = {}
+    launches: dict[str, tuple[list[str], dict[str, float], list[str]]] = {}  # id -> row, metrics, out of range
     for line, row in rows:
         if len(row) < shortest:
             raise InputError(source, f"line {line} is truncated ({len(row)} fields, needs {shortest})")
-        _, metrics = launches.setdefault(row[launch_at], (row, {}))
+        _, metrics, wrong = launches.setdefault(row[launch_at], (row, {}, []))
         label = row[label_at]
         if not label:
             continue
         name = label if label in C.WANTED else DETAILS_LABELS.get((row[section_at], label))
-        if name:
-            value = _scaled(row[value_at], unit_factor(row[unit_at]))
-            if value is not None:
-                metrics[name] = value
-    for launch, (row, metrics) in launches.items():
-        yield _identity(source, row[name_at], launch, _field(row, grid_at), _field(row, block_at), "", metrics)
+        if name and (value := number(row[value_at])) is not None:
+            scaled = value * unit_factor(row[unit_at])
+            if in_range(value) and in_range(scaled):
+                metrics[name] = scaled
+            else:
+                wrong.append(name)
+    for launch, (row, metrics, wrong) in launches.items():
+        yield _identity(source, row[name_at], launch, _field(row, grid_at), _field(row, block_at), "", metrics,
+                        wrong)
 
 
 def read(lines: Iterable[str], source: str) -> Iterator[RawKernel]:

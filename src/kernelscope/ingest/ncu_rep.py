@@ -10,8 +10,8 @@ from typing import Any
 
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
-from ..model import RawKernel, RuleResult
-from .units import measured, unit_factor
+from ..model import RawKernel, RuleResult, in_range
+from .units import unit_factor
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -73,8 +73,10 @@ class _Metrics:
                         kinds.ValueKind_UINT32: kinds.as_uint64, kinds.ValueKind_UINT64: kinds.as_uint64}
         self.how: dict[str, tuple[Any, float] | None] = {}  # name -> (reader, unit factor); None: not a number
 
-    def read(self, action: Any) -> dict[str, float]:
+    def read(self, action: Any) -> tuple[dict[str, float], tuple[str, ...]]:
+        """The launch's counters in base units, and the names of those out of range (left out)."""
         metrics: dict[str, float] = {}
+        wrong: list[str] = []
         lookup, how = action.metric_by_name, self.how
         for name in NUMERIC_WANTED:
             metric = lookup(name)
@@ -88,9 +90,11 @@ class _Metrics:
                 continue
             raw = float(known[0](metric))
             scaled = raw * known[1]
-            if measured(raw) and measured(scaled):  # NaN, inf or absurd, as stored or scaled: as the CSV reader
+            if in_range(raw) and in_range(scaled):  # NaN, inf, absurd or subnormal, stored or scaled: as in CSV
                 metrics[name] = scaled
-        return metrics
+            else:
+                wrong.append(name)
+        return metrics, tuple(wrong)
 
 
 @contextmanager
@@ -138,7 +142,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
             for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
                 action = rng.action_by_idx(a)
                 device_metric = action.metric_by_name(DEVICE_NAME)
-                metrics = reader.read(action)
+                metrics, out_of_range = reader.read(action)
                 if not metrics and device_metric is None and not action.metric_names():
                     raise InputError(shown, f"launch {first + a} holds no metrics: the file was moved, removed "
                                             "or changed while it was read (ncu_report reads each launch when it is "
@@ -153,5 +157,6 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                     block=_dims(metrics, BLOCK_DIMS),
                     metrics=metrics,
                     rules=rules(action),
+                    out_of_range=out_of_range,
                 )
             first += count
