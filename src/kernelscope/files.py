@@ -23,11 +23,12 @@ if TYPE_CHECKING:
 MAX_INPUT_BYTES = 4 << 30  # a report larger than 4 GiB is refused before it is read
 
 
-def _umask_mode() -> int:
-    """mkstemp makes 0600 files; published outputs get the usual 0666 & ~umask."""
+def umask_mode(full: int = 0o666) -> int:
+    """mkstemp makes 0600 files and mkdtemp 0700 folders; published outputs get the usual mode (0666 a
+    file, 0777 a folder) & ~umask."""
     mask = os.umask(0)
     os.umask(mask)
-    return 0o666 & ~mask
+    return full & ~mask
 
 
 def check_output_path(out: Path) -> None:
@@ -65,7 +66,7 @@ def staged(names: Sequence[str], out_dir: Path) -> Iterator[dict[str, BinaryIO]]
                 fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
                 temps.append((name, Path(temp)))
                 handles[name] = stack.enter_context(os.fdopen(fd, "wb"))
-                os.chmod(temp, _umask_mode())
+                os.chmod(temp, umask_mode())
             yield handles
         for name, path in temps:
             os.replace(path, out_dir / name)
@@ -189,12 +190,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
-    """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad."""
-    text = read_text(path, limit, what)
+def parse_json(text: str, shown: object, what: str) -> Any:
+    """JSON text -> plain data (no NaN or Infinity), or one InputError: every JSON kernelscope reads
+    (a file, kubectl's and helm's output) is parsed here, so one nested 100,000 deep is an error
+    line, not a RecursionError."""
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
-        raise InputError(path, f"{what} is not valid JSON ({exc})") from exc
+        raise InputError(shown, f"{what} is not valid JSON ({exc})") from exc
     except RecursionError as exc:
-        raise InputError(path, f"{what} nests too deeply") from exc
+        raise InputError(shown, f"{what} nests too deeply") from exc
+
+
+def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
+    """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad."""
+    return parse_json(read_text(path, limit, what), path, what)

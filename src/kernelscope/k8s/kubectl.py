@@ -8,7 +8,6 @@ option. In dry-run mode, steps that change the cluster are only recorded; reads 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import subprocess
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import redact
 from ..errors import KubeError
+from ..files import parse_json
 
 if TYPE_CHECKING:  # imported in log(): the CLI parser reads this package's defaults and must start fast
     from ..manifest import CommandRun
@@ -95,10 +95,7 @@ class Kube:
 
     def get_json(self, *args: str, check: bool = True) -> Any:
         out = self.k("get", *args, "-o", "json", check=check)
-        try:
-            return json.loads(out or "{}")
-        except ValueError as exc:
-            raise KubeError(f"kubectl get {' '.join(args)}: not JSON ({exc})") from exc
+        return parse_json(out or "{}", f"kubectl get {' '.join(args)}", "the output")
 
     def log(self) -> list[CommandRun]:
         from ..manifest import CommandRun
