@@ -5,9 +5,11 @@ as Ctrl-C does) and the Python API given the wrong types. Counted by hostile.py'
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 
 import kernelscope
 from hostile import LAST_ERROR, api, cli
+from kernelscope.cli import main
 from kernelscope.columns import kernel_object
 from kernelscope.report.writers import dumps
 from test_hostile import RAW, raw_with
@@ -234,3 +237,90 @@ def test_to_dataframe_given_the_wrong_types_is_one_error() -> None:
     assert api(lambda: kernelscope.to_dataframe(iter(records)), klass=API_TYPES) == "handled"
     frame = kernelscope.to_dataframe(records)
     assert frame["duration_ns"].tolist() == [records[0].duration_ns] and len(frame.columns) > 100
+
+
+# -- markup and escapes --------------------------------------------------------------------------
+ESCAPES = "\x1b]8;;https://evil.example\x07link\x1b]8;;\x07\x1b[2J\x1b[31m\x9b31m\x9d0;title\x07\u202e\x7f"
+LIVE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # what a terminal acts on
+
+
+def outputs(argv: list[str]) -> tuple[str, str]:
+    """stdout and stderr of one CLI run (counted in the tally, which keeps only stderr)."""
+    cli(argv, klass=MARKUP)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        main(argv)
+    return out.getvalue(), err.getvalue()
+
+
+def code_spans_close_at_their_end(line: str) -> None:
+    """Each table cell or list item that opens a code span closes it at its own fence (CommonMark:
+    a run of backticks closes only a span opened by a run of the same length)."""
+    for m in re.finditer(r"(`+) ", line):
+        fence = m.group(1)
+        close = line.index(f" {fence}", m.end())
+        inside = line[m.end():close]
+        assert all(len(run) != len(fence) for run in re.findall("`+", inside)), line
+        return
+    raise AssertionError(f"no code span in {line!r}")
+
+
+def test_a_name_of_backticks_stays_in_its_code_span(tmp_path: Path) -> None:
+    """Two backticks in a name closed the markdown code span (`` name ``), so an image link in a
+    name rendered in a PR comment: the fence is now longer than any run of backticks in it."""
+    path = tmp_path / "k.csv"
+    name = "x``![p](https://evil.example/p.png)```y"
+    path.write_text(raw_with({}, name=name))
+    for argv in (["analyze", str(path), "--format", "markdown"], ["join", "--ncu", str(path), "--format", "markdown"],
+                 ["diff", str(FX / "decode_gemm-raw.csv"), str(path), "--format", "markdown"]):
+        out, _ = outputs(argv)
+        lines = [line for line in out.splitlines() if "evil.example" in line]
+        assert lines and all(f"```` {name} ````" in line for line in lines), out
+        for line in lines:
+            code_spans_close_at_their_end(line[line.index("````"):])
+
+
+def test_escape_sequences_in_names_are_inert_in_every_output(tmp_path: Path) -> None:
+    """ESC, OSC and CSI sequences (C0 and C1 forms) and bidi overrides from a kernel name reached
+    the terminal through `--format csv`, and JSON through orjson (C1 raw): now nothing a terminal
+    acts on is printed, and JSON keeps the name whole, its controls as \\u escapes."""
+    path = tmp_path / "k.csv"
+    name = f"evil{ESCAPES}kernel"
+    path.write_text(raw_with({}, name=name))
+    base = str(FX / "decode_gemm-raw.csv")
+    for argv in (*(["analyze", str(path), "--format", f] for f in ("table", "csv", "json", "markdown")),
+                 ["analyze", str(path), "--details"],
+                 *(["diff", base, str(path), "--format", f] for f in ("table", "csv", "json", "markdown")),
+                 *(["join", "--ncu", str(path), "--format", f] for f in ("table", "csv", "json", "markdown"))):
+        out, err = outputs(argv)
+        assert "evil" in out and not LIVE.search(out) and not LIVE.search(err), (argv, out[-400:])
+        if "json" in argv:  # the name whole, read back
+            assert json.dumps(name)[1:-1] in json.dumps(json.loads(out))
+    out, _ = outputs(["analyze", str(path), "--format", "json"])
+    assert "\\u009b31m" in out and json.loads(out)["kernels"][0]["name_full"] == name
+    out, _ = outputs(["analyze", str(path), "--format", "csv"])
+    (row,) = csv.DictReader(io.StringIO(out, newline=""))
+    assert row["name_full"] == "evillink  kernel"  # sequences dropped, lone controls as spaces
+    assert cli(["analyze", str(path), "--out-dir", str(tmp_path / "od")], klass=MARKUP) == "handled"
+    assert not LIVE.search((tmp_path / "od" / "kernels.csv").read_bytes().decode())
+    assert not LIVE.search((tmp_path / "od" / "kernels.json").read_text())
+
+
+def test_error_lines_are_inert(tmp_path: Path) -> None:
+    """Error lines are built from file names, names and ceilings keys: printed in the one place
+    that prints them (cli.main, argparse's refusals included), inert."""
+    escapes = ESCAPES.replace("/", "")  # file names too
+    bad = tmp_path / f"report{escapes}.csv"
+    bad.write_text("not a report")
+    ceilings = _ceilings(tmp_path, "  h200-sxm:\n", f"  'h200{escapes}':\n")
+    for argv in (["analyze", str(bad)], ["analyze", str(tmp_path / f"gone{escapes}")],
+                 ["analyze", str(FX / "decode_gemm.ncu-rep"), "--format", f"x{escapes}"],
+                 ["analyze", str(FX / "decode_gemm.ncu-rep"), f"--no-such{escapes}"],
+                 ["analyze", str(FX / "decode_gemm.ncu-rep"), "--hw", f"h200{escapes}"],
+                 ["ceilings", "list", "--ceilings", str(_ceilings(tmp_path, "tbps: 4.8", "tbps: -1"))],
+                 ["analyze", str(FX / "decode_gemm.ncu-rep"), "--ceilings", str(ceilings), "--hw", "nope"],
+                 ["campaign", "check", "--root", str(tmp_path), "--campaign", f"c{escapes}"]):
+        assert cli(argv, klass=MARKUP) == "clean"
+        line = LAST_ERROR[0]
+        assert line.startswith("kernelscope: error: ") and line.count("\n") == 1 and not LIVE.search(line), line
+    assert "not a regular" in LAST_ERROR[0] or "use letters, digits" in LAST_ERROR[0]

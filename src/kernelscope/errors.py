@@ -19,6 +19,10 @@ class InputError(KernelscopeError):
         self.problem = problem
 
 
+class UsageError(KernelscopeError):
+    """Options or arguments the command line cannot take (argparse's refusal)."""
+
+
 class CeilingsError(KernelscopeError):
     """No usable ceiling for a device (unknown device, missing precision)."""
 
