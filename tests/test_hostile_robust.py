@@ -11,13 +11,18 @@ import io
 import json
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import kernelscope
-from hostile import LAST_ERROR, api, cli
+from hostile import BY_CLASS, LAST_ERROR, TALLY, api, cli
 from kernelscope.cli import main
 from kernelscope.columns import kernel_object
 from kernelscope.report.writers import dumps
@@ -324,3 +329,81 @@ def test_error_lines_are_inert(tmp_path: Path) -> None:
         line = LAST_ERROR[0]
         assert line.startswith("kernelscope: error: ") and line.count("\n") == 1 and not LIVE.search(line), line
     assert "not a regular" in LAST_ERROR[0] or "use letters, digits" in LAST_ERROR[0]
+
+
+# -- signals -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def big_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real raw export replicated to 8,000 launches (~90 MB): seconds to import."""
+    from conftest import raw_csv_variant
+
+    return raw_csv_variant(FX / "decode_gemm-raw.csv", tmp_path_factory.mktemp("big") / "big.csv", copies=8000)
+
+
+def stopped_when(argv: list[str], appears: Callable[[], bool], signum: int) -> tuple[int, str]:
+    """Run the CLI in its own process, send `signum` as soon as `appears()` (its staging is on disk,
+    so the verb is mid-write), and return its exit code and stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not appears() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, err.decode()
+
+
+@contextlib.contextmanager
+def signal_attempt() -> Iterator[None]:
+    """One signal attempt in hostile.py's tally: handled when the run cleaned up and exited 128 + N."""
+    TALLY["tried"] += 1
+    BY_CLASS[SIGNALS] += 1
+    try:
+        yield
+    except BaseException:
+        TALLY["failures"] += 1
+        raise
+    TALLY["handled"] += 1
+
+
+def _hidden(d: Path) -> list[str]:
+    return [e.name for e in d.iterdir() if e.name.startswith(".") and e.name != ".lock"] if d.is_dir() else []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_during_import_leaves_no_staging(tmp_path: Path, big_csv: Path, signum: int) -> None:
+    """SIGTERM (or SIGHUP) while `campaign import-ncu` copies and judges a real bundle and a large
+    export left its `.c1.importing.*` folder: now it cleans up as Ctrl-C does and exits 128 + N."""
+    cells = tmp_path / "camp" / "x" / "cells"
+    with signal_attempt():
+        code, err = stopped_when(["campaign", "import-ncu", "--root", str(tmp_path / "camp"), "--campaign", "x",
+                                  "--cell-id", "c1", str(FX / "bundle_attn_causal"), str(big_csv)],
+                                 lambda: bool(_hidden(cells)), signum)
+        assert code == 128 + signum, err
+        assert err.splitlines()[-1] == f"kernelscope: stopped by {signal.Signals(signum).name}"
+        assert cells.is_dir() and list(cells.iterdir()) == []  # neither the stage nor a half cell
+
+
+def test_a_signal_during_export_leaves_no_staging(tmp_path: Path) -> None:
+    """SIGTERM during `campaign export` left its `.campaign=x.*` stage beside the dataset."""
+    camp, cell = _campaign(tmp_path)
+    doc = json.loads(cell.read_text())
+    doc["kernels"] *= 16_000  # a large cell: seconds to read and write as Parquet
+    cell.write_text(json.dumps(doc))
+    out = tmp_path / "pq"
+    with signal_attempt():
+        code, err = stopped_when(["campaign", "export", *camp, "--parquet", str(out)], lambda: bool(_hidden(out)),
+                                 signal.SIGTERM)
+        assert code == 143, err
+        assert list(out.iterdir()) == []
+
+
+def test_a_signal_during_analyze_out_dir_leaves_no_temp_file(tmp_path: Path, big_csv: Path) -> None:
+    """The streamed documents are written under temp names as the launches come: a SIGTERM
+    removes them, and the directory made for them."""
+    out = tmp_path / "results"
+    with signal_attempt():
+        code, err = stopped_when(["analyze", str(big_csv), "--out-dir", str(out), "--jobs", "1"],
+                                 lambda: bool(_hidden(out)), signal.SIGTERM)
+        assert code == 143, err
+        assert not out.exists(), list(out.iterdir())

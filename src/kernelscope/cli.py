@@ -8,7 +8,7 @@ Outputs:     --format table|json|csv|markdown on analyze, diff, join, campaign c
 
 Exit codes: 0 done; 1 a gate failed (diff --fail-on, campaign check --strict, k8s inspect blocked,
 a capture that kept only some kernels); 2 an error (bad input or options: one line on stderr);
-130 interrupted (after cleanup).
+130 interrupted (Ctrl-C), 128+N stopped by signal N (SIGTERM 143, SIGHUP 129), after cleanup.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
 from . import argtypes as T
-from .errors import Interrupted, KernelscopeError
+from .errors import Interrupted, KernelscopeError, signals_interrupt
 from .report.text import clean
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
@@ -686,9 +686,10 @@ def split_target(argv: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     raw, target = split_target(list(sys.argv[1:] if argv is None else argv))
     try:
-        args = parser().parse_args(raw)
-        args.target = target
-        return int(args.func(args))
+        with signals_interrupt():  # SIGTERM and SIGHUP clean up as Ctrl-C does, in every verb
+            args = parser().parse_args(raw)
+            args.target = target
+            return int(args.func(args))
     except KernelscopeError as exc:  # a bad option (argtypes.Parser) too: every error line is printed here
         say(f"error: {exc}")
         return 2

@@ -15,7 +15,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .errors import InputError, KernelscopeError
+from .errors import InputError, KernelscopeError, signals_held
 
 if TYPE_CHECKING:
     import yaml
@@ -51,26 +51,28 @@ def staged(names: Sequence[str], out_dir: Path) -> Iterator[dict[str, BinaryIO]]
     together when the block ends, and removed if it raises, so none appears half-written (nor the
     directories made for them)."""
     made = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KernelscopeError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from exc
     temps: list[tuple[str, Path]] = []
     done = False
     try:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KernelscopeError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from exc
         for name in names:
             check_output_path(out_dir / name)
         with ExitStack() as stack:
             handles: dict[str, BinaryIO] = {}
             for name in names:
-                fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
-                temps.append((name, Path(temp)))
+                with signals_held():
+                    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+                    temps.append((name, Path(temp)))
                 handles[name] = stack.enter_context(os.fdopen(fd, "wb"))
                 os.chmod(temp, umask_mode())
             yield handles
-        for name, path in temps:
-            os.replace(path, out_dir / name)
-        done = True
+        with signals_held():  # all of them renamed, or none
+            for name, path in temps:
+                os.replace(path, out_dir / name)
+            done = True
     except OSError as exc:
         raise KernelscopeError(f"{out_dir}: cannot write output ({exc.strerror or exc})") from exc
     finally:
