@@ -124,8 +124,16 @@ def test_overflow_becomes_null_with_a_reason(tmp_path: Path, capsys: pytest.Capt
     p.write_text(raw_with({"gpu__time_duration.sum": "1e-320"}))  # a subnormal: FLOP over it overflows
     assert main(["analyze", str(p), "--format", "json"]) == 0
     (k,) = json.loads(capsys.readouterr().out)["kernels"]
-    assert k["achieved_tflops"] is None and k["achieved_dram_tbps"] is None
-    assert any("not a finite number" in n and "achieved_tflops" in n for n in k["notes"])
+    assert k["duration_ns"] is None and k["achieved_tflops"] is None and k["achieved_dram_tbps"] is None
+    assert "counters out of range (not 0, nor a magnitude from 1e-30 to 1e30), so not measured: " \
+           "gpu__time_duration.sum" in k["notes"]
+    p.write_text(raw_with({"gpu__time_duration.sum": "1e-29"}))  # in range, but FLOP over it is not
+    assert main(["analyze", str(p), "--format", "json"]) == 0
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert k["duration_ns"] == pytest.approx(1e-26) and k["achieved_tflops"] is None and k["achieved_dram_tbps"] is None
+    assert "out of range (not 0, nor a magnitude from 1e-30 to 1e30), so not measured: achieved_tflops, " \
+           "achieved_dram_tbps" in k["notes"]
+    assert {"achieved_tflops", "achieved_dram_tbps"} <= set(k["unmeasured"])
 
 
 def test_gzip_bomb_stops_at_the_cap(tmp_path: Path) -> None:

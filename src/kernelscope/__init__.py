@@ -15,7 +15,7 @@ pay for the analysis stack, YAML and the report readers.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,14 +42,23 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def to_dataframe(items: Sequence[KernelRecord | Assessment]) -> pandas.DataFrame:
-    """One row a kernel launch, the same columns as kernels.csv."""
+def to_dataframe(items: Iterable[KernelRecord | Assessment]) -> pandas.DataFrame:
+    """One row a kernel launch, the same columns as kernels.csv. Anything but KernelRecords and
+    Assessments (what load and analyze return) is a KernelscopeError."""
     import pandas
 
     from .columns import FLAT, flat_values, kernel_object, record_object
-    from .model import Assessment
+    from .errors import KernelscopeError
+    from .model import Assessment, KernelRecord
 
-    rows = [flat_values(kernel_object(i) if isinstance(i, Assessment) else record_object(i)) for i in items]
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise KernelscopeError(f"to_dataframe: expected a list of KernelRecord or Assessment, got "
+                               f"{type(items).__name__}")
+    rows = []
+    for i in items:
+        if not isinstance(i, (Assessment, KernelRecord)):
+            raise KernelscopeError(f"to_dataframe: expected KernelRecord or Assessment items, got {type(i).__name__}")
+        rows.append(flat_values(kernel_object(i) if isinstance(i, Assessment) else record_object(i)))
     frame: pandas.DataFrame = pandas.DataFrame(rows, columns=list(FLAT))  # the columns even with no rows
     return frame
 

@@ -9,12 +9,15 @@ import argparse
 import math
 from typing import NoReturn
 
+from .errors import UsageError
+
 
 class Parser(argparse.ArgumentParser):
-    """argparse with kernelscope's error contract: one line on stderr, exit code 2."""
+    """argparse with kernelscope's error contract: a bad option is a UsageError, which the CLI prints
+    as every error (one inert line on stderr, exit code 2)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"kernelscope: error: {message} (see {self.prog} --help)\n")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def path(text: str) -> str:

@@ -8,7 +8,7 @@ Outputs:     --format table|json|csv|markdown on analyze, diff, join, campaign c
 
 Exit codes: 0 done; 1 a gate failed (diff --fail-on, campaign check --strict, k8s inspect blocked,
 a capture that kept only some kernels); 2 an error (bad input or options: one line on stderr);
-130 interrupted (after cleanup).
+130 interrupted (Ctrl-C), 128+N stopped by signal N (SIGTERM 143, SIGHUP 129), after cleanup.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
 from . import argtypes as T
-from .errors import Interrupted, KernelscopeError
+from .errors import Interrupted, KernelscopeError, signals_interrupt
+from .report.text import clean
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
     from .app import CaptureRequest, CaptureResult
@@ -61,7 +62,14 @@ GATE_EXIT = "exit codes: 0 passed, 1 a gate failed, 2 an error"
 
 
 def say(line: str) -> None:
-    print(f"kernelscope: {line}", file=sys.stderr, flush=True)
+    """A line to stderr (progress, what was written, an error), inert: file names and names from
+    reports or clusters in it are data, so their escape sequences never reach the terminal."""
+    print(f"kernelscope: {clean(line)}", file=sys.stderr, flush=True)
+
+
+def show(line: str) -> None:
+    """A line of a verb's report to stdout, inert as say's."""
+    print(clean(line))
 
 
 def emit(text: str | bytes) -> None:
@@ -366,14 +374,15 @@ def cmd_ceilings_list(a: argparse.Namespace) -> int:
 
 
 def _print_inspection(ins: Inspection) -> None:
-    print(f"deployment {ins.namespace}/{ins.deployment}: {ins.replicas} replica(s), GPU container {ins.container}, "
+    show(f"deployment {ins.namespace}/{ins.deployment}: {ins.replicas} replica(s), GPU container {ins.container}, "
           f"image {ins.image}, node {ins.node or '?'}, pod {ins.pod or 'none'}, "
           f"{ins.tensor_parallel} GPU worker process(es)")
     for f in ins.findings:
-        print(f"  [{f.level}] {f.name}: {f.message}\n         evidence: {f.evidence}")
-    print(f"strategy: {ins.strategy} — {ins.strategy_reason}")
+        show(f"  [{f.level}] {f.name}: {f.message}")
+        show(f"         evidence: {f.evidence}")
+    show(f"strategy: {ins.strategy} — {ins.strategy_reason}")
     for f in ins.blocked():
-        print(f"BLOCKED by {f.name}")
+        show(f"BLOCKED by {f.name}")
 
 
 def cmd_k8s(a: argparse.Namespace) -> int:
@@ -386,7 +395,7 @@ def cmd_k8s(a: argparse.Namespace) -> int:
         return 1 if ins.blocked() else 0
     if a.k8s_command == "cleanup":
         removed = app.k8s_cleanup(a.namespace, a.release, a.expired, a.timeout)
-        print(f"removed: {', '.join(removed) or 'nothing of kernelscope left'}")
+        show(f"removed: {', '.join(removed) or 'nothing of kernelscope left'}")
         return 0
     return _k8s_capture(a)
 
@@ -409,14 +418,14 @@ def _k8s_capture(a: argparse.Namespace) -> int:
         dry_run=a.dry_run, timeout=a.timeout, ttl_s=a.ttl, context=app.parse_context(a.context or []))
     result = app.k8s_capture(req, say)
     _print_inspection(result.inspection)
-    print(f"policy: {result.policy}; {len(result.plan.units())} capture unit(s); release {result.release}")
+    show(f"policy: {result.policy}; {len(result.plan.units())} capture unit(s); release {result.release}")
     for note in result.plan.notes:
-        print(f"  note: {note}")
+        show(f"  note: {note}")
     if a.dry_run:
         if result.values:
-            print("sister values (secrets redacted): " + json.dumps(result.values))
+            show("sister values (secrets redacted): " + json.dumps(result.values))
         for i, (mutates, step) in enumerate(result.steps, 1):
-            print(f"{i:3d}. {'[change]' if mutates else '[read]  '} {step}")
+            show(f"{i:3d}. {'[change]' if mutates else '[read]  '} {step}")
         return 0
     for line in result.failed:
         say(f"not captured: {line}")
@@ -677,20 +686,21 @@ def split_target(argv: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     raw, target = split_target(list(sys.argv[1:] if argv is None else argv))
     try:
-        args = parser().parse_args(raw)
-        args.target = target
-        return int(args.func(args))
-    except KernelscopeError as exc:
-        print(f"kernelscope: error: {exc}", file=sys.stderr)
+        with signals_interrupt():  # SIGTERM and SIGHUP clean up as Ctrl-C does, in every verb
+            args = parser().parse_args(raw)
+            args.target = target
+            return int(args.func(args))
+    except KernelscopeError as exc:  # a bad option (argtypes.Parser) too: every error line is printed here
+        say(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
-        print("kernelscope: interrupted", file=sys.stderr)
+        say("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (`kernelscope --help | head -1`): not an error
         _silence_stdout()
         return 0
     except Interrupted as exc:  # SIGTERM/SIGHUP (or SIGINT during a k8s capture), after cleanup
-        print(f"kernelscope: stopped by {exc}", file=sys.stderr)
+        say(f"stopped by {exc}")
         return 128 + exc.signum
 
 

@@ -9,7 +9,6 @@ in one table at the bottom. The JSON schema in `schema/` is generated from this 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
@@ -19,7 +18,7 @@ from . import catalogue as C
 from . import typed
 from .analysis.categories import categorize
 from .analysis.verdict import roof_pct, verdict_roof
-from .model import Assessment, KernelRecord, Limiter, Provenance
+from .model import OUT_OF_RANGE, Assessment, KernelRecord, Limiter, Provenance, all_in_range, in_range
 
 SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
 Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
@@ -239,7 +238,7 @@ def kernel_object(a: Assessment) -> dict[str, Any]:
     rec = a.record
     obj = {name: get(rec) for name, get in _RECORD_GETS}
     obj.update({name: get(a) for name, get in _PLACED_GETS})
-    return _finite(obj)
+    return _in_range(obj)
 
 
 def value(a: Assessment, name: str) -> Any:
@@ -249,39 +248,43 @@ def value(a: Assessment, name: str) -> Any:
 
 def record_object(rec: KernelRecord) -> dict[str, Any]:
     """A KernelRecord alone (no ceilings): its own columns, with what was not measured."""
-    return _finite({**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)})
+    return _in_range({**{c.name: c.get(rec) for c in RECORD}, "unmeasured": list(rec.unmeasured)})
 
 
-def _finite(obj: dict[str, Any]) -> dict[str, Any]:
-    """JSON has no NaN or Infinity: a figure that overflowed (e.g. a ratio over a near-zero duration
-    in a hostile report) becomes null, and a note says which and why."""
+def _in_range(obj: dict[str, Any]) -> dict[str, Any]:
+    """Every number written is in range (model.in_range), so what is written reads back: a figure
+    out of it (a %SoL against a hostile ceiling; never NaN or Infinity, which JSON lacks) becomes
+    null, and a note says which and why. derive.py has nulled the record's own figures already."""
     values = obj.values()
     floats = [v for v in values if type(v) is float]
     floats += [v for m in values if type(m) is dict for v in m.values() if type(v) is float]
-    if math.isfinite(sum(floats)):  # the common case in one C call; inf, NaN or an overflowing sum: one by one
+    if all_in_range(floats):  # the common case in C loops; else one by one
         return obj
     bad = []
     for name, value in obj.items():
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(value, float) and not in_range(value):
             obj[name] = None
             bad.append(name)
-        elif isinstance(value, dict) and any(isinstance(v, float) and not math.isfinite(v) for v in value.values()):
-            obj[name] = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in value.items()}
+        elif isinstance(value, dict) and any(isinstance(v, float) and not in_range(v) for v in value.values()):
+            obj[name] = {k: None if isinstance(v, float) and not in_range(v) else v for k, v in value.items()}
             bad.append(name)
     if bad:
-        obj["notes"] = [*obj["notes"], f"not a finite number (overflow from the input's values), shown as null: "
-                                       f"{', '.join(bad)}"]
+        obj["notes"] = [*obj["notes"], f"{OUT_OF_RANGE}, shown as null: {', '.join(bad)}"]
     return obj
 
 
+INT64 = range(-(2**63), 2**63)  # an integer column is int64 in Parquet and DataFrames
+
+
 _KINDS: dict[Kind, Callable[[Any], bool]] = {
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and in_range(v),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) and v in INT64,
     "boolean": lambda v: isinstance(v, bool),
     "text": lambda v: isinstance(v, str), "map": lambda v: isinstance(v, dict), "list": lambda v: isinstance(v, list),
 }
 
 
+_SHOWN = {"number": "a number (0, or 1e-30 to 1e30 in magnitude)", "integer": "an int64 integer"}
 _CHECKS = tuple((c.name, c.nullable, _KINDS[c.kind], frozenset(k for k, _ in c.keys)) for c in COLUMNS)
 _RECORD_FIELDS = tuple(f.name for f in fields(KernelRecord))
 _ASSESSMENT_FIELDS = tuple(f.name for f in fields(Assessment))
@@ -298,8 +301,8 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
         value = obj.get(name)
         if not (value is None and nullable) and not is_kind(value):
             c = BY_NAME[name]
-            raise typed.TypeProblem(f"{where}.{name}: expected {c.kind}{' or null' if nullable else ''}, "
-                                    f"got {value!r:.80}")
+            raise typed.TypeProblem(f"{where}.{name}: expected {_SHOWN.get(c.kind, c.kind)}"
+                                    f"{' or null' if nullable else ''}, got {value!r:.80}")
         if keys and isinstance(value, Mapping) and not keys.issuperset(value):  # the flat columns would drop it
             extra = sorted(map(str, set(value) - keys))
             raise typed.TypeProblem(f"{where}.{name}: {', '.join(extra)!r:.80} not among its keys in this version's "

@@ -4,6 +4,10 @@ one line naming the file (or the option) and what is wrong, with exit code 2."""
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 
 class KernelscopeError(Exception):
@@ -21,6 +25,10 @@ class InputError(KernelscopeError):
     def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
         """Pickled by its two parts (a worker process raises it to the parent)."""
         return InputError, (self.path, self.problem)
+
+
+class UsageError(KernelscopeError):
+    """Options or arguments the command line cannot take (argparse's refusal)."""
 
 
 class CeilingsError(KernelscopeError):
@@ -42,3 +50,52 @@ class Interrupted(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # `timeout`, a cancelled CI job, a closed terminal
+_HOLDING = [0]  # signals_held blocks open now
+_PENDING: list[int] = []  # a stop signal that came while one was open
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise Interrupted wherever the main thread is, as
+    Ctrl-C raises KeyboardInterrupt, so every `finally` runs (staged files, staging folders, the
+    worker pool) before the exit with 128 + N. From the first one on they are ignored, so a second
+    cannot cut that cleanup short. The CLI holds this for its whole run (cli.main); only the main
+    thread can set handlers, so elsewhere it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def interrupt(signum: int, _frame: FrameType | None) -> None:
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        if _HOLDING[0]:
+            _PENDING.append(signum)
+            return
+        raise Interrupted(signum)
+
+    for s in STOP_SIGNALS:
+        signal.signal(s, interrupt)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """A stop signal that comes inside the block is raised at its end: for making a temp file or
+    folder and recording it for cleanup (one landing between the two would leave a temp no cleanup
+    knows of), or renames that go together. Open it inside the `try` whose `finally` cleans up.
+    (A signal mask would not do: the kernel hands the signal to another thread, a progress ticker's.)"""
+    _HOLDING[0] += 1
+    try:
+        yield
+    finally:
+        _HOLDING[0] -= 1
+        if not _HOLDING[0] and _PENDING:
+            raise Interrupted(_PENDING.pop())

@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from .errors import InputError, KernelscopeError
+from .errors import InputError, KernelscopeError, signals_held
 
 if TYPE_CHECKING:
     import yaml
@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 MAX_INPUT_BYTES = 4 << 30  # a report larger than 4 GiB is refused before it is read
 
 
-def _umask_mode() -> int:
-    """mkstemp makes 0600 files; published outputs get the usual 0666 & ~umask."""
+def umask_mode(full: int = 0o666) -> int:
+    """mkstemp makes 0600 files and mkdtemp 0700 folders; published outputs get the usual mode (0666 a
+    file, 0777 a folder) & ~umask."""
     mask = os.umask(0)
     os.umask(mask)
-    return 0o666 & ~mask
+    return full & ~mask
 
 
 def check_output_path(out: Path) -> None:
@@ -53,26 +54,28 @@ def staged(names: Sequence[str], out_dir: Path) -> Iterator[dict[str, BinaryIO]]
     together when the block ends, and removed if it raises, so none appears half-written (nor the
     directories made for them)."""
     made = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KernelscopeError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from exc
     temps: list[tuple[str, Path]] = []
     done = False
     try:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KernelscopeError(f"{out_dir}: cannot create the output directory ({exc.strerror})") from exc
         for name in names:
             check_output_path(out_dir / name)
         with ExitStack() as stack:
             handles: dict[str, BinaryIO] = {}
             for name in names:
-                fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
-                temps.append((name, Path(temp)))
+                with signals_held():
+                    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+                    temps.append((name, Path(temp)))
                 handles[name] = stack.enter_context(os.fdopen(fd, "wb"))
-                os.chmod(temp, _umask_mode())
+                os.chmod(temp, umask_mode())
             yield handles
-        for name, path in temps:
-            os.replace(path, out_dir / name)
-        done = True
+        with signals_held():  # all of them renamed, or none
+            for name, path in temps:
+                os.replace(path, out_dir / name)
+            done = True
     except OSError as exc:
         raise KernelscopeError(f"{out_dir}: cannot write output ({exc.strerror or exc})") from exc
     finally:
@@ -278,6 +281,18 @@ def _no_constant(name: str) -> Any:
 JSON_BYTES_A_VALUE = 16  # documents we write hold one value in ~45 bytes; `{},` is one in 3
 
 
+def parse_json(text: str, shown: object, what: str) -> Any:
+    """JSON text -> plain data (no NaN or Infinity), or one InputError: every JSON kernelscope reads
+    (a file, kubectl's and helm's output) is parsed here, so one nested 100,000 deep is an error
+    line, not a RecursionError."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InputError(shown, f"{what} is not valid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InputError(shown, f"{what} nests too deeply") from exc
+
+
 def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
     """A JSON file we wrote (manifest, campaign cell): bounded, UTF-8, one clear error if bad.
     Parsed memory grows with the values, not the bytes (an empty map is 3 bytes of text and 64 of
@@ -290,9 +305,4 @@ def load_json(path: Path, what: str, limit: int = 64 << 20) -> Any:
         raise InputError(path, f"{what} of {len(text):,} bytes holds some {values:,} JSON values, one in "
                                f"{len(text) / values:.1f} bytes (kernelscope writes one in ~45; under "
                                f"{JSON_BYTES_A_VALUE} is refused): not a document it wrote")
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except ValueError as exc:
-        raise InputError(path, f"{what} is not valid JSON ({exc})") from exc
-    except RecursionError as exc:
-        raise InputError(path, f"{what} nests too deeply") from exc
+    return parse_json(text, path, what)

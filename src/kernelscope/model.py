@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+# The range of every number kernelscope reads or derives: 0, or a magnitude from 1e-30 to 1e30. No
+# ncu counter comes near either end in base units (a uint64 counter stops at 1.8e19; the smallest
+# nonzero counter in the fixtures is 1.6e-8), so a value outside is corruption. Held at every door
+# (counters, ceilings, documents, derived figures), it keeps every figure's arithmetic finite: a
+# ratio of two in-range values cannot overflow, nor a division by a subnormal reach infinity.
+MAX_MAGNITUDE = 1e30
+MIN_MAGNITUDE = 1e-30
+
+
+OUT_OF_RANGE = "out of range (not 0, nor a magnitude from 1e-30 to 1e30), so not measured"
+
+
+def in_range(value: float) -> bool:
+    """A finite 0, or a magnitude within [MIN_MAGNITUDE, MAX_MAGNITUDE] (NaN fails every comparison)."""
+    return value == 0 or MIN_MAGNITUDE <= abs(value) <= MAX_MAGNITUDE
+
+
+def all_in_range(values: Sequence[float]) -> bool:
+    """Every value in range, in C loops (the common case of a row of counters or a launch's figures);
+    False can also mean they sum past MAX_MAGNITUDE: then check them one by one."""
+    try:
+        return (math.fsum(map(abs, values)) <= MAX_MAGNITUDE
+                and min(filter(None, map(abs, values)), default=1.0) >= MIN_MAGNITUDE)
+    except OverflowError:
+        return False
+
 
 Bound = Literal["compute", "memory", "latency", "unmeasured"]
 # What limits a kernel: a roof (a precision's tensor or SIMT peak, HBM, L2, an SM pipe, the issue
@@ -42,6 +70,7 @@ class RawKernel:
     block: str | None
     metrics: Mapping[str, float] = field(default_factory=dict)
     rules: tuple[RuleResult, ...] = ()
+    out_of_range: tuple[str, ...] = ()  # counters whose value was out of range (in_range): left out of metrics
 
 
 @dataclass(frozen=True)

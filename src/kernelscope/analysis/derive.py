@@ -1,7 +1,8 @@
 """Counters -> figures, by the catalogue's sources (catalogue.FIGURES): each figure from the first
 source the report holds, and the record says which when it is not the first. A figure no source
 gives is None and its name goes into the record's `unmeasured` list: a missing counter is never
-read as 0; one that does not apply (0/0) is None without being unmeasured."""
+read as 0; nor is one out of range (model.in_range) or outside its domain (a clock of 0), which
+is None with a note; one that does not apply (0/0) is None without being unmeasured."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import catalogue as C
-from ..ingest.units import measured
-from ..model import KernelRecord, RawKernel, TensorPath
+from ..model import OUT_OF_RANGE, KernelRecord, RawKernel, TensorPath, all_in_range, in_range
 
 
 def arch(m: Mapping[str, float]) -> C.Arch:
@@ -36,7 +36,7 @@ class Figures:
 
 def evaluate(m: Mapping[str, float], names: C.Arch) -> Figures:
     """Each figure from the first of its sources (for this architecture) whose counters and figures are
-    all present and whose formula can tell (catalogue.FIGURES); a value out of range is no value."""
+    all present and whose formula can tell (catalogue.FIGURES); derive nulls those out of range."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     na: set[str] = set()
@@ -50,7 +50,7 @@ def evaluate(m: Mapping[str, float], names: C.Arch) -> Figures:
                 if value is C.NA:
                     na.add(fig.name)
                     break
-                if value is not None and (not isinstance(value, float) or measured(value)):
+                if value is not None:
                     values[fig.name] = value
                     if not first:
                         sources[fig.name] = src.label
@@ -85,6 +85,9 @@ ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops",
                      ("achieved_dram_tbps", "duration_ns"))
 
 
+# Figures that a launch that ran cannot read as 0 or less: a roof is scaled by the clock it ran at.
+POSITIVE = ("sm_clock_hz", "dram_clock_hz")
+
 # The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
 # field order: a record's `unmeasured` lists them in this order.
 FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
@@ -104,6 +107,26 @@ def _limiter(limits: Mapping[str, float]) -> str:
     return "+".join(k for k, v in limits.items() if v == low)
 
 
+def _check_range(figures: dict[str, Any], notes: list[str]) -> None:
+    """Null the figures out of range (a ratio over a near-zero duration, a sum of huge counters: the
+    input's values overflow) or outside their domain, each with a note; one C pass in the common case."""
+    numbers = [v for v in figures.values() if type(v) is float]
+    numbers += [v for m in figures.values() if type(m) is dict for v in m.values()]
+    if all_in_range(numbers) and all(figures[f] is None or figures[f] > 0 for f in POSITIVE):
+        return
+    wrong = []
+    for name, v in figures.items():
+        if (type(v) is float and not in_range(v)) or (type(v) is dict and not all(map(in_range, v.values()))):
+            figures[name] = None
+            wrong.append(name)
+    if wrong:
+        notes.append(f"{OUT_OF_RANGE}: {', '.join(wrong)}")
+    for name in POSITIVE:
+        if figures[name] is not None and figures[name] <= 0:
+            notes.append(f"{name} reads {figures[name]:g}: a launch that ran had a clock, so not measured")
+            figures[name] = None
+
+
 def derive(raw: RawKernel) -> KernelRecord:
     m = raw.metrics
     names = arch(m)
@@ -114,7 +137,8 @@ def derive(raw: RawKernel) -> KernelRecord:
     if flops is not None and missing:
         notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
     duration, dram = get("duration_ns"), get("dram_bytes")
-    total = None if flops is None else sum(flops.values())
+    # no work counted while a class is missing is not "no work": the work is unknown
+    total = None if flops is None or (missing and not any(flops.values())) else sum(flops.values())
     dominant = max(flops, key=lambda k: flops[k]) if flops and total else None
     tensor = sum(x for k, x in (flops or {}).items() if k.startswith("tensor_"))
     path: TensorPath | None = get("tensor_path") if tensor > 0 else None
@@ -144,6 +168,9 @@ def derive(raw: RawKernel) -> KernelRecord:
         occupancy_limiter=_limiter(limits) if len(limits) == len(C.BLOCK_LIMITS) else None,
         block_limits=limits if len(limits) == len(C.BLOCK_LIMITS) else None,
     )
+    if raw.out_of_range:
+        notes.append(f"counters {OUT_OF_RANGE}: {', '.join(raw.out_of_range)}")
+    _check_range(figures, notes)
     for figure, denominator in ZERO_DENOMINATORS:
         if figures[denominator] == 0:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")

@@ -133,8 +133,8 @@ class LimiterRule:
     say: Callable[[Facts], str]
 
 
-def _pct(x: float | None) -> str:
-    return "unmeasured" if x is None else f"{x:.0f} %"
+def _pct(x: float | None, unit: str = " %") -> str:
+    return "unmeasured" if x is None else f"{x:.0f}{unit}"
 
 
 def _stall(f: Facts) -> str:
@@ -147,7 +147,7 @@ def _stall(f: Facts) -> str:
 LIMITERS: tuple[LimiterRule, ...] = (
     LimiterRule("occupancy-registers",
                 lambda f: f.registers_limit_occupancy,
-                lambda f: f"occupancy limited by registers ({f.rec.registers_per_thread:.0f}/thread): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),
+                lambda f: f"occupancy limited by registers ({_pct(f.rec.registers_per_thread, '/thread')}): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),
     LimiterRule("occupancy-shared-mem",
                 lambda f: f.smem_limits_occupancy,
                 lambda f: f"occupancy limited by shared memory ({(f.rec.shared_mem_per_block_bytes or 0) / 1024:.1f} KiB/block as ncu reports it, driver's 1 KiB included): theoretical {_pct(f.rec.theoretical_occupancy_pct)}"),

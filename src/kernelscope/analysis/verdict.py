@@ -24,7 +24,7 @@ def tail_idle_pct(waves: float | None) -> float | None:
     """Share of SM slots left idle by a partial last wave, over all waves launched."""
     if waves is None or waves <= 0:
         return None
-    full = math.ceil(waves - 1e-9)
+    full = max(1, math.ceil(waves - 1e-9))  # a grid of under 1e-9 waves still launched one
     return 100.0 * (full - waves) / full
 
 

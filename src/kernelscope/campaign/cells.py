@@ -28,7 +28,7 @@ from typing import Any
 
 from ..analysis.pipeline import analyze, bundles
 from ..columns import SCHEMA_VERSION, kernel_object
-from ..errors import InputError, KernelscopeError
+from ..errors import InputError, KernelscopeError, signals_held
 from ..files import MAX_INPUT_BYTES, copy_input, open_input, write_file
 from ..ingest import expand
 from ..manifest import sha256_file
@@ -212,13 +212,17 @@ def import_ncu(root: Path, slug: str, cell_id: str, inputs: list[str], hw: str |
         with campaign_lock(root, slug):
             ensure_config(root, slug)
             target.parent.mkdir(parents=True, exist_ok=True)
-            stage = old = Path(tempfile.mkdtemp(prefix=f".{cell_id}.{STAGE}.", dir=target.parent))
+            old: Path | None = None
             try:
+                with signals_held():
+                    stage = old = Path(tempfile.mkdtemp(prefix=f".{cell_id}.{STAGE}.", dir=target.parent))
                 copies = _copy_sources(inputs, stage / SOURCES)
                 write_file(_cell_document(slug, cell_id, copies, stage, hw), stage / CELL_FILE)
-                old = swap_in(stage, target)
+                with signals_held():  # both renames, or neither
+                    old = swap_in(stage, target)
             finally:
-                shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old cell
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old cell
     except OSError as exc:
         raise KernelscopeError(f"{target}: cannot write the cell ({exc.strerror or exc})") from exc
     return target / CELL_FILE

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..columns import FLAT_KINDS, flatten
-from ..errors import KernelscopeError
-from ..files import write_file
+from ..errors import KernelscopeError, signals_held
+from ..files import umask_mode, write_file
 from .cells import swap_in
 from .check import cell_context
 from .store import cells, check_name, load_config
@@ -71,14 +71,29 @@ def export_parquet(root: Path, slug: str, out_dir: Path) -> Path:
     if not found:
         raise KernelscopeError(f"campaign {slug!r} has no cells to export")
     target = out_dir / f"campaign={check_name('campaign', slug)}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stage = old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise KernelscopeError(f"{out_dir}: not a directory; the export is written into one (the dataset's)")
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            raise KernelscopeError(f"{target}: not a directory (a file or a link); refusing to replace it")
+    except OSError as exc:
+        raise KernelscopeError(f"{out_dir}: cannot write the export here ({exc.strerror or exc})") from exc
+    old: Path | None = None
+    try:
+        with signals_held():
+            stage = old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out_dir))
+        stage.chmod(umask_mode(0o777))  # published: mkdtemp's 0700 would hide it from the dataset's readers
         for cell_id, cell in found.items():
             buf = io.BytesIO()
             pq.write_table(table(list(cell_rows(cell_id, cell, config))), buf)
             write_file(buf.getvalue(), stage / f"cell_id={cell_id}" / PARTITION_FILE)
-        old = swap_in(stage, target)
+        with signals_held():  # both renames, or neither
+            old = swap_in(stage, target)
+    except OSError as exc:
+        raise KernelscopeError(f"{target}: cannot write the export ({exc.strerror or exc})") from exc
     finally:
-        shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old partition
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)  # the failed stage, or the old partition
     return target
+

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any
 
 from ..errors import CeilingsError, InputError, KernelscopeError
 from ..files import load_yaml, parse_packaged_yaml
+from ..model import in_range
 
 PACKAGED = "sol-ceilings.yaml"
 
@@ -101,8 +101,8 @@ class CeilingsFile:
 def _number(value: Any, where: str, origin: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise InputError(origin, f"{where} must be a positive number or null, got {value!r:.80}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and in_range(value)):
+        raise InputError(origin, f"{where} must be a positive number from 1e-30 to 1e30, or null, got {value!r:.80}")
     return float(value)
 
 

@@ -18,7 +18,6 @@ import csv
 import functools
 import io
 import itertools
-import math
 from collections.abc import Iterator, Sequence
 from itertools import compress
 from operator import itemgetter, mul
@@ -26,9 +25,9 @@ from typing import BinaryIO, TextIO, cast
 
 from .. import catalogue as C
 from ..errors import InputError
-from ..model import RawKernel
+from ..model import RawKernel, all_in_range, in_range
 from .names import short_name
-from .units import MAX_MAGNITUDE, measured, parse_number, unit_factor, unknown
+from .units import in_range_of, number, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
 
@@ -161,19 +160,12 @@ class _Counting:
         return line
 
 
-def _scaled(text: str, factor: float) -> float | None:
-    value = parse_number(text)
-    if value is None:
-        return None
-    value *= factor
-    return value if measured(value) else None
-
-
-def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]) -> dict[str, float]:
-    """The wanted fields of one raw row in base units: an empty field was not collected, a number
-    may carry thousands separators, and a value out of range raw or scaled (corruption) is left out,
-    as parse_number and _scaled leave it. The common row goes through C loops only (join, replace,
-    split, map, fsum): ~90 fields a row, the hot loop of a large export."""
+def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[str]
+               ) -> tuple[dict[str, float], tuple[str, ...]]:
+    """The wanted fields of one raw row in base units, and the names of those out of range raw or
+    scaled (corruption: model.in_range), which are left out. An empty field was not collected, a
+    number may carry thousands separators. The common row goes through C loops only (join, replace,
+    split, map, fsum, min: model.all_in_range): ~90 fields a row, the hot loop of a large export."""
     kept = list(filter(None, texts))
     if len(kept) < len(texts):
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
@@ -184,18 +176,15 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
     except ValueError:
         values = None
     if values is None:  # text where a number belongs (n/a, -), or a field holding _JOIN: one by one
-        values = list(map(parse_number, kept))
+        values = list(map(number, kept))
         names = list(compress(names, (v is not None for v in values)))
         factors = list(compress(factors, (v is not None for v in values)))
         values = [v for v in values if v is not None]
     raw = cast("list[float]", values)
     scaled = list(map(mul, raw, factors))
-    try:
-        if math.fsum(map(abs, raw)) <= MAX_MAGNITUDE and math.fsum(map(abs, scaled)) <= MAX_MAGNITUDE:
-            return dict(zip(names, scaled, strict=True))
-    except OverflowError:
-        pass
-    return {n: v for n, r, v in zip(names, raw, scaled, strict=True) if measured(r) and measured(v)}
+    if all_in_range(raw) and all_in_range(scaled):
+        return dict(zip(names, scaled, strict=True)), ()
+    return in_range_of(names, raw, scaled)
 
 
 _JOIN = "\x1f"  # the ASCII unit separator: a field that holds one is read one by one
@@ -248,7 +237,10 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
         if len(row) != width or row[name_at] in ("", KERNEL_NAME):
             _misfit(source, line, row, header)
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
-                        _field(row, device_at), metrics_of(names, factors, pick(row)))
+                        _field(row, device_at), *metrics_of(names, factors, pick(row)))
+
+
+MAX_LAUNCH_ID = 2**63 - 1  # the integer columns are int64 (Parquet, DataFrames)
 
 
 def _misfit(source: str, line: int, row: list[str], header: list[str]) -> None:
@@ -264,10 +256,22 @@ def _misfit(source: str, line: int, row: list[str], header: list[str]) -> None:
 
 
 def _identity(source: str, full: str, launch: str, grid: str, block: str, device: str,
-              metrics: dict[str, float]) -> RawKernel:
-    number = parse_number(launch)
-    return RawKernel(source=source, launch_id=int(number) if number is not None else 0, name=short_name(full),
-                     name_full=full, device=device or None, grid=grid or None, block=block or None, metrics=metrics)
+              metrics: dict[str, float], out_of_range: Sequence[str] = ()) -> RawKernel:
+    return RawKernel(source=source, launch_id=_launch_id(launch, source), name=short_name(full), name_full=full,
+                     device=device or None, grid=grid or None, block=block or None, metrics=metrics,
+                     out_of_range=tuple(out_of_range))
+
+
+def _launch_id(text: str, source: str) -> int:
+    """ncu's launch number (none given: 0): a whole number that an int64 holds, as the integer
+    columns are in Parquet and DataFrames."""
+    value = number(text)
+    if value is None:
+        return 0
+    whole = int(text) if text.isascii() and text.isdigit() else int(value) if value.is_integer() else -1
+    if not 0 <= whole <= MAX_LAUNCH_ID:
+        raise InputError(source, f"launch ID {text!r:.40} is not a whole number from 0 to {MAX_LAUNCH_ID:,}")
+    return whole
 
 
 IDENTITY = ("Process ID", KERNEL_NAME, "Context", "Stream", "Block Size", "Grid Size", "Device")
@@ -291,15 +295,16 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
     first: tuple[int, list[str]] | None = None  # the current launch's first line and row
     metrics: dict[str, float] = {}
     given: set[tuple[str, str]] = set()  # the current launch's (section, label) pairs read
+    wrong: list[str] = []  # the current launch's figures out of range
     for line, row in rows:
         if len(row) < shortest:
             raise InputError(source, f"line {line} is truncated ({len(row)} fields, needs {shortest})")
         if first is None or row[launch_at] != first[1][launch_at]:
             if first is not None:
                 yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
-                                _field(first[1], block_at), "", metrics)
+                                _field(first[1], block_at), "", metrics, wrong)
                 done[first[1][launch_at]] = first[0]
-            first, metrics, given = _launch_start(source, line, row, launch_at, done), {}, set()
+            first, metrics, given, wrong = _launch_start(source, line, row, launch_at, done), {}, set(), []
         elif who(row) != who(first[1]):
             raise InputError(source, f"line {line}: launch ID {row[launch_at]} holds a second kernel (line "
                                      f"{first[0]}: {first[1][name_at]!r}, here: {row[name_at]!r}): two launches "
@@ -316,12 +321,15 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
             factor = unit_factor(row[unit_at])
             if factor is None:
                 raise InputError(source, f"line {line}: " + unknown(f"{row[section_at]} / {label}", row[unit_at]))
-            value = _scaled(row[value_at], factor)
+            value = number(row[value_at])
             if value is not None:
-                metrics[name] = value
+                if in_range(value) and in_range(value * factor):
+                    metrics[name] = value * factor
+                else:
+                    wrong.append(name)
     if first is not None:
         yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
-                        _field(first[1], block_at), "", metrics)
+                        _field(first[1], block_at), "", metrics, wrong)
 
 
 def _launch_start(source: str, line: int, row: list[str], launch_at: int, done: dict[str, int]

@@ -11,9 +11,9 @@ from typing import Any
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
 from ..errors import InputError
 from ..files import open_input
-from ..model import RawKernel, RuleResult
+from ..model import RawKernel, RuleResult, in_range
 from .detect import check_ncu_rep_framing
-from .units import measured, unit_factor, unknown
+from .units import unit_factor, unknown
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -76,8 +76,10 @@ class _Metrics:
                         kinds.ValueKind_UINT32: kinds.as_uint64, kinds.ValueKind_UINT64: kinds.as_uint64}
         self.how: dict[str, tuple[Any, float] | None] = {}  # name -> (reader, unit factor); None: not a number
 
-    def read(self, action: Any) -> dict[str, float]:
+    def read(self, action: Any) -> tuple[dict[str, float], tuple[str, ...]]:
+        """The launch's counters in base units, and the names of those out of range (left out)."""
         metrics: dict[str, float] = {}
+        wrong: list[str] = []
         lookup, how = action.metric_by_name, self.how
         for name in NUMERIC_WANTED:
             metric = lookup(name)
@@ -90,9 +92,11 @@ class _Metrics:
                 continue
             raw = float(known[0](metric))
             scaled = raw * known[1]
-            if measured(raw) and measured(scaled):  # NaN, inf or absurd, as stored or scaled: as the CSV reader
+            if in_range(raw) and in_range(scaled):  # NaN, inf, absurd or subnormal, stored or scaled: as in CSV
                 metrics[name] = scaled
-        return metrics
+            else:
+                wrong.append(name)
+        return metrics, tuple(wrong)
 
     def _how(self, name: str, metric: Any) -> tuple[Any, float] | None:
         value_of = self.read_as.get(metric.kind())
@@ -162,7 +166,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
             for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
                 action = rng.action_by_idx(a)
                 device_metric = action.metric_by_name(DEVICE_NAME)
-                metrics = reader.read(action)
+                metrics, out_of_range = reader.read(action)
                 if not metrics and device_metric is None and not action.metric_names():
                     raise InputError(shown, f"launch {first + a} holds no metrics: the file was moved, removed "
                                             "or changed while it was read (ncu_report reads each launch when it is "
@@ -177,5 +181,6 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                     block=_dims(metrics, BLOCK_DIMS),
                     metrics=metrics,
                     rules=rules(action),
+                    out_of_range=out_of_range,
                 )
             first += count

@@ -15,9 +15,9 @@ naming the file, the figure and the unit) and pass over one on a figure they do 
 
 from __future__ import annotations
 
-# No ncu counter comes near 1e30 in base units (a uint64 counter stops at 1.8e19): a larger value
-# is corruption, and keeping it would overflow derived figures to inf/NaN (invalid JSON).
-MAX_MAGNITUDE = 1e30
+from collections.abc import Sequence
+
+from ..model import in_range
 
 TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9}
 _PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -58,22 +58,31 @@ def unknown(figure: str, unit: str) -> str:
     return f"{figure} is in {unit!r}, a unit ncu does not write (refused rather than read as a base unit)"
 
 
-def parse_number(text: str) -> float | None:
-    """'548,099' -> 548099.0; '' / 'n/a' / text / a non-finite or absurd value -> None (not a
-    measured number). The plain case is one float() call: ingest parses ~90 of these per launch."""
+def number(text: str) -> float | None:
+    """'548,099' -> 548099.0; '' / 'n/a' / text -> None. Any float, in range or not (see parse_number).
+    The plain case is one float() call: ingest parses ~90 of these per launch."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         text = text.strip().replace(",", "")
         if not text or text.lower() in {"n/a", "na", "nan", "-"}:
             return None
         try:
-            value = float(text)
+            return float(text)
         except ValueError:
             return None
-    return value if measured(value) else None
 
 
-def measured(value: float) -> bool:
-    """A finite value within MAX_MAGNITUDE (NaN fails both comparisons); checked again after unit scaling."""
-    return -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE
+def parse_number(text: str) -> float | None:
+    """A number as `number` reads it, None when it is out of range (model.in_range: non-finite,
+    absurd or subnormal): not a measured number."""
+    value = number(text)
+    return value if value is not None and in_range(value) else None
+
+
+def in_range_of(names: Sequence[str], raw: Sequence[float], scaled: Sequence[float]
+                ) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Counters by name in base units, those in range (model.in_range) as stored and as scaled; and
+    the names of the others, which are left out: corrupt values, read as not collected."""
+    kept = {n: v for n, r, v in zip(names, raw, scaled, strict=True) if in_range(r) and in_range(v)}
+    return kept, tuple(n for n in names if n not in kept)

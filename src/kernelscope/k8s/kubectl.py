@@ -11,7 +11,6 @@ In dry-run mode, steps that change the cluster are only recorded; reads still ru
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import subprocess
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import redact
 from ..errors import KubeError
+from ..files import parse_json
 
 if TYPE_CHECKING:  # imported in log(): the CLI parser reads this package's defaults and must start fast
     from ..manifest import CommandRun
@@ -134,10 +134,7 @@ class Kube:
 
     def get_json(self, *args: str, check: bool = True) -> Any:
         out = self.k("get", *args, "-o", "json", check=check)
-        try:
-            return json.loads(out or "{}")
-        except ValueError as exc:
-            raise KubeError(f"kubectl get {' '.join(args)}: not JSON ({exc})") from exc
+        return parse_json(out or "{}", f"kubectl get {' '.join(args)}", "the output")
 
     def log(self) -> list[CommandRun]:
         from ..manifest import CommandRun

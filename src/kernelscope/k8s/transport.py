@@ -27,6 +27,7 @@ from .. import redact
 from ..capture.bundle import parse_gpu_facts
 from ..capture.transport import Outcome, Progress, complete_report
 from ..errors import KubeError
+from ..files import parse_json
 from ..manifest import GpuFacts, Transport
 from ..ncu.argv import launch_argv
 from . import sister, watch
@@ -130,7 +131,7 @@ class PodTransport:
         self.values = sister.values(self.ins, ours, gpu_command)
         existing = self.kube.h("status", "-o", "json", "--", release, mutates=False, check=False)
         if existing and existing.strip().startswith("{"):
-            labels = (json.loads(existing).get("labels") or {})
+            labels = (parse_json(existing, f"helm status {release}", "the output").get("labels") or {})
             if labels.get(sister.OWNER_LABEL) != sister.OWNER:
                 raise KubeError(f"release {release} exists and is not kernelscope's: refusing to touch it; "
                                 "pass another --release")

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..columns import PERFBENCH_V1, kernel_object
 from ..errors import InputError
-from ..files import read_text, write_file
+from ..files import parse_json, read_text, write_file
 from ..model import Assessment
 
 FILE = "inference_perfbench_v1.json"
@@ -50,9 +50,9 @@ def merge(text: str | None, value: dict[str, Any], path: Path) -> str:
     rendered = json.dumps(value, indent=2)
     if text is None:
         return json.dumps({KEY: value}, indent=2) + "\n"
+    if not isinstance(parse_json(text, path, FILE), dict):  # parsed whole first: the spans' decoder recurses too
+        raise InputError(path, "top level is not a JSON object")
     try:
-        if not isinstance(json.loads(text), dict):
-            raise InputError(path, "top level is not a JSON object")
         spans, close = _top_level_spans(text, path)
     except (ValueError, IndexError) as exc:
         raise InputError(path, f"not valid JSON ({exc})") from exc

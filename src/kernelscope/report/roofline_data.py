@@ -89,7 +89,7 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None) ->
                           a.compute_ceiling_key, details)
         else:
             c = dev.for_precision(categorize(r.name, r.name_full)[1])
-            if r.sm_busy_pct is None or c.value is None or not mem:
+            if r.sm_busy_pct is None or r.sm_busy_pct <= 0 or c.value is None or not mem:  # 0: no place on log axes
                 unplaced.append(row.rank)
                 continue
             ceiling = (c.key, c.value)

@@ -15,16 +15,13 @@ spawn asks of every program.
 from __future__ import annotations
 
 import os
-import signal
-import threading
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, closing, contextmanager
+from contextlib import ExitStack, closing
 from itertools import islice
 from pathlib import Path
-from types import FrameType
 
 from ..analysis.pipeline import Judge
-from ..errors import InputError, Interrupted, KernelscopeError
+from ..errors import InputError, KernelscopeError, signals_interrupt
 from ..ingest import Inputs, expand, iter_file
 from ..ingest.csv_pages import NotSimple
 from ..ingest.parts import NO_LAUNCHES, Split, split
@@ -90,31 +87,9 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False) -> It
                 yield from _here(judge, iter_file(path), rows)
                 continue
             if workers is None:
-                stack.enter_context(_terminate_raises())
+                stack.enter_context(signals_interrupt())  # an API caller's run too: the pool is ended
                 workers = stack.enter_context(pool(jobs))
             yield from _in_parts(workers, 2 * jobs, judge, cut, rows)
-
-
-@contextmanager
-def _terminate_raises() -> Iterator[None]:
-    """SIGTERM and SIGHUP (`timeout`, a cancelled CI job) raise Interrupted while workers run, so the
-    pool is shut down, as Ctrl-C's KeyboardInterrupt does; only the main thread can set handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    names = (signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.getsignal(s) for s in names}
-
-    def interrupt(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
-    for s in names:
-        signal.signal(s, interrupt)
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk]:

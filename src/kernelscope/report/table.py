@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -144,9 +145,14 @@ def md_text(s: str) -> str:
 
 
 def md_code(s: str) -> str:
-    """A code span (kernel names keep their underscores), safe inside a table cell."""
+    """A code span (kernel names keep their underscores), safe inside a table cell. Its fence is one
+    backtick longer than the longest run of them in the text, with a space inside either end, so
+    no backtick in a name can close it (CommonMark code spans)."""
     s = clean(s).replace("|", "\\|")
-    return f"`` {s} ``" if "`" in s else f"`{s}`"
+    if "`" not in s:
+        return f"`{s}`"
+    fence = "`" * (max(map(len, re.findall("`+", s))) + 1)
+    return f"{fence} {s} {fence}"
 
 
 def md_cell(col: Col, value: Any) -> str:
@@ -174,10 +180,13 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def inert_text(text: str) -> str:
-    """Text as a spreadsheet should see it in a CSV field: text it would run as a formula (a crafted
-    kernel name such as =HYPERLINK(...), first character = + - @ tab or CR) gets a leading
-    apostrophe, as OWASP's CSV-injection advice has it."""
-    return "'" + text if text.startswith(FORMULA_START) else text
+    """Text as a terminal and a spreadsheet should see it in a CSV field: escape sequences and
+    controls removed as everywhere (text.clean; tab, LF and CR are kept, quoted), and text a
+    spreadsheet would run as a formula (a crafted kernel name such as =HYPERLINK(...), first
+    character = + - @ tab or CR, before or after the cleaning) gets a leading apostrophe, as
+    OWASP's CSV-injection advice has it."""
+    inert = clean(text, layout=True)
+    return "'" + inert if text.startswith(FORMULA_START) or inert.startswith(FORMULA_START) else inert
 
 
 def inert(value: Any) -> Any:

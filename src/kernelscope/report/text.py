@@ -16,15 +16,37 @@ _SEQUENCES = re.compile(
 )
 # What is left that a terminal or editor would act on: C0/C1 controls, DEL, and the bidirectional
 # overrides that make text display in an order other than the one it has ("trojan source").
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# JSON escapes C0 by itself; the others it writes raw unless asked for ASCII.
+_NOT_C0 = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(rf"[\x00-\x1f{_NOT_C0}]")
+_BUT_LAYOUT = re.compile(rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]")  # tab, LF and CR kept
+_RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")
 
 
-def clean(value: object) -> str:
-    """One line of inert text: escape sequences dropped, other control characters as spaces."""
+def clean(value: object, layout: bool = False) -> str:
+    """One line of inert text: escape sequences dropped, other control characters as spaces;
+    `layout`: tab, LF and CR kept (a quoted CSV field's data, which a reader must get back)."""
     text = str(value)
     if text.isprintable():  # the common case, and the fast one
         return text
-    return _CONTROLS.sub(" ", _SEQUENCES.sub("", text))
+    return (_BUT_LAYOUT if layout else _CONTROLS).sub(" ", _SEQUENCES.sub("", text))
+
+
+def has_controls(text: str) -> bool:
+    """Whether `clean` would change the text."""
+    return not text.isprintable() and _CONTROLS.search(text) is not None
+
+
+def json_inert(data: bytes) -> bytes:
+    """JSON text (UTF-8) with DEL, the C1 controls (a terminal reads U+009B as CSI) and the bidi
+    overrides written as \\u escapes, as json.dumps's ASCII output has them; orjson writes them raw.
+    Outside its strings JSON text holds none, so each one found is inside a string."""
+    if data.isascii() and b"\x7f" not in data:  # the common case, one C pass
+        return data
+    text = data.decode("utf-8", "surrogatepass")
+    if not _RAW_IN_JSON.search(text):
+        return data
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m[0]):04x}", text).encode("utf-8", "surrogatepass")
 
 
 def elide(text: str, width: int) -> str:

@@ -23,6 +23,7 @@ from ..analysis.groups import Tally
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
 from .table import CSV_EOL, FORMULA_START, CsvWriter, inert_text
+from .text import has_controls, json_inert
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,10 @@ def dumps(obj: Any) -> bytes:
     """JSON text, UTF-8. orjson writes these float-heavy objects ~5x faster than json's C encoder,
     each float in the shortest digits that read back exactly (its exponents differ: 1e-7 where
     json writes 1e-07); it refuses integers past 64 bits (a hostile manifest's), which json
-    writes, as it writes lone surrogates, which orjson refuses. NaN never gets here: columns._finite
+    writes, as it writes lone surrogates, which orjson refuses. NaN never gets here: columns._in_range
     has nulled and noted it."""
     try:
-        return orjson.dumps(obj)
+        return json_inert(orjson.dumps(obj))
     except orjson.JSONEncodeError:  # ASCII, so a lone surrogate (a path's undecodable byte) is escaped, not fatal
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
@@ -61,14 +62,15 @@ def csv_line(values: list[Any]) -> bytes:
     every text field quoted (so empty text and None stay apart). orjson formats the whole row in
     one call (the csv module and float repr cost ~100 µs on a kernel's row); the JSON text outside
     its strings holds only numbers, null, true and false, so those tokens are rewritten there
-    alone. A row where orjson escaped anything (a quote, a backslash, a control character in a
-    name), refused a value, or whose text starts as a formula would (table.inert), is written a
-    field at a time instead."""
+    alone. A row where orjson escaped anything (a quote, a backslash, a C0 control in a name),
+    refused a value, holds a control it writes raw (DEL, C1, a bidi override) or text that starts as
+    a formula would (table.inert_text), is written a field at a time instead."""
     try:
         text = orjson.dumps(values)
     except orjson.JSONEncodeError:
         text = b"\\"
-    if b"\\" in text or _FORMULA_FIRST.search(text):
+    if b"\\" in text or _FORMULA_FIRST.search(text) or (
+            (not text.isascii() or b"\x7f" in text) and has_controls(text.decode("utf-8", "replace"))):
         line = ",".join(map(_field, values)) + CSV_EOL
         return line.encode("utf-8", "replace")  # a lone surrogate (a path's undecodable byte) becomes ?
     parts = text[1:-1].split(b'"')  # even: between strings; odd: a string's text
