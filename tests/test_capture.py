@@ -112,9 +112,11 @@ def test_attach_of_several_kernels_is_one_session_each() -> None:
     each kernel keeps its own launch count; a wrapped pod still runs one filter for all."""
     plan = CapturePlan(kernels=("fmhaSm90", "regex:nvjet"), launch_count=2, attach=Attach("127.0.0.1", 49152))
     prepared, _ = prepare(plan, False, False)
-    assert [(u.kernel_filter, u.launch_count) for u in prepared.units()] == [("fmhaSm90", 2), ("regex:nvjet", 2)]
+    assert [(u.label, u.launch_count) for u in prepared.units()] == [("fmhaSm90", 2), ("regex:nvjet", 2)]
+    # an exact name is found in ncu's demangled names: as a function, a template or a wrapper's kernel
+    assert prepared.units()[0].kernel_filter == "regex:(^|[ :<])fmhaSm90([<(>,]|$)"
     (unit,) = one_session(plan, "wrap").units()
-    assert unit.kernel_filter == "regex:(^fmhaSm90$)|(nvjet)" and unit.launch_count == 4
+    assert unit.kernel_filter == "regex:((^|[ :<])fmhaSm90([<(>,]|$))|(nvjet)" and unit.launch_count == 4
     assert unit.kernels == ("fmhaSm90", "regex:nvjet")
     assert combined_filter(("regex:a",)) == "regex:a"
 
@@ -125,7 +127,8 @@ def test_dry_run_prints_argv_and_runs_nothing(tmp_path: Path, capsys: pytest.Cap
                  "--dry-run", "--ncu", "/opt/ncu", "--", "python3", "serve.py"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and all(line.startswith("/opt/ncu --clock-control none") for line in lines)
-    assert "--kernel-name regex:nvjet" in lines[0] and "--kernel-name fmha" in lines[1]
+    assert "--kernel-name-base demangled --kernel-name regex:nvjet" in lines[0]
+    assert "--kernel-name 'regex:(^|[ :<])fmha([<(>,]|$)'" in lines[1]
     assert not out.exists()
 
 

@@ -32,6 +32,7 @@ from .model import Assessment
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
+    from .capture.inventory import Listed
     from .capture.preflight import Finding
     from .capture.transport import Progress
     from .k8s.capture import K8sCaptureRequest, K8sCaptureResult
@@ -368,7 +369,7 @@ def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
     env = " ".join(shlex.quote(a) for a in redact.argv([f"{k}={v}" for k, v in plan.env]))
     lines = []
     for unit in plan.units():
-        argv = capture_argv(plan, unit, str(out / f"{report_stem(unit.kernel_filter, unit.index)}.ncu-rep"), ncu)
+        argv = capture_argv(plan, unit, str(out / f"{report_stem(unit.label, unit.index)}.ncu-rep"), ncu)
         lines.append((f"env {env} " if env else "") + shlex.join(redact.argv(argv)))
     return lines
 
@@ -398,10 +399,11 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
                              analytic=analytic)
     info = probe(find_ncu(req.ncu))
     _check_flags(plan, info)
-    transport = LocalProcess() if plan.attach is None else AttachSession(plan.attach.host, plan.attach.port)
-    if isinstance(transport, AttachSession) and not transport.listening():
+    transport = LocalProcess() if plan.attach is None else \
+        AttachSession(plan.attach.host, plan.attach.port, listen_wait=req.timeout)
+    if isinstance(transport, AttachSession) and not transport.listening(progress):
         raise engine.CaptureError(f"nothing listens on {transport.host}:{transport.port} after "
-                                  f"{transport.listen_wait:.0f} s", diagnose("No attachable process found"))
+                                  f"{transport.listen_wait:.0f} s (--timeout)", diagnose("No attachable process found"))
     app_cuda = dict(plan.env).get("CUDA_VERSION") or os.environ.get("CUDA_VERSION")  # set by NVIDIA's images
     ctx = engine.Context(command=req.command, ncu=NcuFacts(info.path, info.version), analytic=analytic,
                          user=req.context, app_cuda=app_cuda)
@@ -429,21 +431,39 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
     return capture(replace(req.capture, plan=plan), progress, analytic=work(h))
 
 
-def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False) -> list[str]:
-    """The `ncu --mode launch` command; run it (exec: signals reach ncu) unless dry_run."""
+@dataclass(frozen=True)
+class KernelsResult:
+    rows: list[Listed]
+    profiled: int
+    cap: int
+    dry_run: list[str] | None = None
+
+
+def kernels(target: Sequence[str], ncu: str | None, launches: int, timeout: float, dry_run: bool = False,
+            progress: Progress = lambda _: None) -> KernelsResult:
+    """Every kernel the program runs (capture/inventory.py), or the ncu command that would list them."""
+    from .capture import inventory
+
+    if not target:
+        raise PlanError("give the program to list after --")
+    if dry_run:
+        argv = inventory.inventory_argv(ncu or shutil.which("ncu") or "ncu", target, "<tmp>/kernels.ncu-rep", launches)
+        return KernelsResult([], 0, launches, dry_run=[shlex.join(redact.argv(argv))])
+    rows, profiled, _ = inventory.run(find_ncu(ncu), target, dict(os.environ), launches, timeout, progress)
+    return KernelsResult(rows, profiled, launches)
+
+
+def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False,
+           hold_timeout: float = 600.0, progress: Progress = lambda _: None) -> tuple[list[str], int]:
+    """The `ncu --mode launch` command, and (unless dry_run) its exit code once run to its end under
+    capture/launcher.py's watch: a process held with no attach is stopped after `hold_timeout` s."""
+    from .capture import launcher
     from .ncu.argv import launch_argv
 
     if not target:
         raise PlanError("give the program to launch after --")
     argv = launch_argv(list(target), port, ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu))
-    if not dry_run:
-        _exec(argv)
-    return argv
-
-
-def _exec(argv: list[str]) -> NoReturn:
-    sys.stderr.flush()
-    os.execvp(argv[0], argv)
+    return argv, 0 if dry_run else launcher.run(argv, target[0], port, hold_timeout, progress)
 
 
 def ceilings_measure(out: Path, hw: str | None) -> str:

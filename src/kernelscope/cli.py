@@ -302,7 +302,8 @@ def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
         attach=parse_attach(a.attach) if getattr(a, "attach", None) else None,
         clock_control=getattr(a, "clock_control", "none"), target_processes=getattr(a, "target_processes", "all"),
         replay_mode=getattr(a, "replay_mode", "kernel"), graph_profiling=getattr(a, "graph_profiling", "node"),
-        profile_from_start=getattr(a, "profile_from_start", "on") == "on")
+        profile_from_start=getattr(a, "profile_from_start", "on") == "on",
+        name_base=getattr(a, "kernel_base", "demangled"))
 
 
 def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:
@@ -345,14 +346,31 @@ def cmd_op(a: argparse.Namespace) -> int:
     return _print_capture(app.op(req, say))
 
 
+def cmd_kernels(a: argparse.Namespace) -> int:
+    from . import app
+    from .capture.inventory import kernels_table
+
+    result = app.kernels(a.target, a.ncu, a.launch_count, a.timeout, dry_run=a.dry_run, progress=say)
+    if result.dry_run is not None:
+        emit("".join(line + "\n" for line in result.dry_run))
+        return 0
+    table = kernels_table(result.rows, result.profiled, result.cap, a.target[0])
+    doc = {"profiled_launches": result.profiled, "launch_cap": result.cap,
+           "kernels": [{"name": r.name, "name_full": r.name_full, "launches": r.launches, "total_ns": r.total_ns,
+                        "select": r.select, "select_matches": r.shared} for r in result.rows]}
+    emit(_show(table, a.format or "table", doc))
+    return 0
+
+
 def cmd_launch(a: argparse.Namespace) -> int:
     import shlex
 
     from . import app, redact
 
-    argv = app.launch(a.target, a.port, a.ncu, dry_run=a.dry_run)
-    emit(shlex.join(redact.argv(argv)) + "\n")
-    return 0
+    argv, code = app.launch(a.target, a.port, a.ncu, dry_run=a.dry_run, hold_timeout=a.hold_timeout, progress=say)
+    if a.dry_run:
+        emit(shlex.join(redact.argv(argv)) + "\n")
+    return code
 
 
 def cmd_measure(a: argparse.Namespace) -> int:
@@ -497,6 +515,9 @@ def _window(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--kernel", action="append", help="kernel name or regex:EXPR; repeat for several")
     p.add_argument("--kernel-set", help="a named list of hot kernels (capture/kernel_sets.yaml)")
+    p.add_argument("--kernel-base", default="demangled", choices=("demangled", "function", "mangled"),
+                   help="the name ncu matches --kernel against (its --kernel-name-base): demangled (default; a "
+                        "CUTLASS wrapper's function name is device_kernel whatever it wraps), function, mangled")
     p.add_argument("--launch-skip", type=T.count, default=0, help="matching launches to skip first (warm-up)")
     p.add_argument("--launch-count", type=T.positive, default=1,
                    help=f"matching launches to profile (above {POLICIES['local'].max_launch_count} needs --force "
@@ -582,9 +603,21 @@ def parser() -> argparse.ArgumentParser:
     o.add_argument("--kernel", dest="op_kernel", help="override the op's kernel filter")
     _local_capture_options(o)
 
+    ki = _sub(sub, "kernels", "list every kernel PROGRAM (after --) runs: launches, GPU time, the --kernel that "
+              "selects each (one cheap ncu pass)", cmd_kernels)
+    ki.add_argument("--launch-count", type=T.positive, default=5_000,
+                    help="launches listed at most (default 5,000; each costs ncu one serialised result)")
+    ki.add_argument("--timeout", type=T.seconds, default=1800.0, help="seconds the program may run (default 1800)")
+    ki.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
+    ki.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")
+    _format(ki)
+
     la = _sub(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
               cmd_launch)
     la.add_argument("--port", type=T.port, help="base port (ncu default 49152)")
+    la.add_argument("--hold-timeout", type=T.seconds, default=600.0,
+                    help="seconds a process may stay held at its first CUDA call with no attach before the program "
+                         "is stopped (default 600; counted from the hold, which for vLLM comes 20-60 s after start)")
     la.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH)")
     la.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")
 

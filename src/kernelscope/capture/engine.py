@@ -66,7 +66,7 @@ def _secrets(plan: CapturePlan, ctx: Context) -> tuple[str, ...]:
 
 def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureTransport, ctx: Context,
           timeout: float, progress: Progress, secrets: Sequence[str]) -> tuple[CaptureRecord, list[Diagnosis]]:
-    stem = report_stem(unit.kernel_filter, unit.index)
+    stem = report_stem(unit.label, unit.index)
     local = stage / f"{stem}.ncu-rep"
     remote = transport.report_path(local)
     argv = capture_argv(plan, unit, remote, ctx.ncu.path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..ncu.plan import CapturePlan
@@ -21,7 +22,7 @@ SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
 @dataclass(frozen=True)
 class Finding:
     code: str
-    level: str  # "fixed" (rewritten for you), "warning" (flagged), "refused"
+    level: str  # "fixed" (rewritten for you), "warning" (flagged), "refused", "note" (how it will run)
     message: str
 
 
@@ -45,6 +46,21 @@ def _unwrap_env(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
                          f"{args[0]}; the variables are set on ncu itself, which passes them on")]
 
 
+def vllm_cuda_profiler(target: Sequence[str]) -> bool:
+    """The vLLM command turns on its CUDA profiler (`--profiler-config` with profiler cuda): its
+    /start_profile and /stop_profile call cudaProfilerStart/Stop in the worker, which is the
+    serving window `--profile-from-start off` needs."""
+    args = list(target)
+    for i, a in enumerate(args):
+        value = a.split("=", 1)[1] if a.startswith("--profiler-config=") else \
+            args[i + 1] if a == "--profiler-config" and i + 1 < len(args) else None
+        if a.startswith("--profiler-config.profiler"):
+            value = a.split("=", 1)[1] if "=" in a else (args[i + 1] if i + 1 < len(args) else "")
+        if value is not None and '"cuda"' in value or value == "cuda":
+            return True
+    return False
+
+
 def lint(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
     plan, findings = _unwrap_env(plan)
     program = os.path.basename(plan.target[0]) if plan.target else ""
@@ -53,7 +69,10 @@ def lint(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
             findings.append(Finding("shell-wrapper", "warning",
                                     f"{program} is a shell: with --target-processes application-only ncu profiles "
                                     "the shell, not the program it starts; use --target-processes all"))
-    if not plan.profile_from_start and any("vllm" in a for a in plan.target):
+    if plan.kernels:
+        findings.append(Finding("kernel-base", "note", f"--kernel filters match ncu's {plan.name_base} kernel names "
+                                f"(--kernel-name-base {plan.name_base}; --kernel-base to change)"))
+    if not plan.profile_from_start and any("vllm" in a for a in plan.target) and not vllm_cuda_profiler(plan.target):
         plan = replace(plan, profile_from_start=True)
         findings.append(Finding("profile-from-start", "fixed",
                                 "--profile-from-start off dropped: vLLM's custom-op imports and CUDA-graph capture "

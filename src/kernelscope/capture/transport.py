@@ -147,16 +147,24 @@ class AttachSession(LocalProcess):
     def __init__(self, host: str, port: int, listen_wait: float = 30.0) -> None:
         self.host, self.port, self.listen_wait = host, port, listen_wait
 
-    def listening(self) -> bool:
-        """True once something accepts TCP connections on host:port (a launched process waiting for
-        ncu). A process that already had its attach session stops listening."""
-        deadline = time.monotonic() + self.listen_wait
-        while time.monotonic() < deadline:
+    def listening(self, progress: Progress = lambda _: None) -> bool:
+        """True once something accepts TCP connections on host:port (a launched process held at its
+        first CUDA call, waiting for ncu), within `listen_wait` seconds, saying every 10 s what it waits
+        for: a server's CUDA process may come late (vLLM spawns its EngineCore 20-60 s after start).
+        A process that already had its attach session stops listening until that session ends."""
+        t0 = time.monotonic()
+        said = t0
+        while time.monotonic() - t0 < self.listen_wait:
             try:
                 with socket.create_connection((self.host, self.port), timeout=1.0):
                     return True
             except OSError:
                 time.sleep(0.5)
+            if time.monotonic() - said >= 10:
+                said = time.monotonic()
+                progress(f"waiting for a process held by `kernelscope launch` on {self.host}:{self.port} (a CUDA "
+                         f"process listens once it makes its first CUDA call: vLLM's EngineCore 20-60 s after the "
+                         f"server starts): {said - t0:.0f} s of {self.listen_wait:.0f} s")
         return False
 
     def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,

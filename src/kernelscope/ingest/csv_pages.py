@@ -26,7 +26,7 @@ from typing import BinaryIO, TextIO, cast
 from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel, all_in_range, in_range
-from .names import short_name
+from .names import kernel_name
 from .units import in_range_of, number, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
@@ -257,7 +257,7 @@ def _misfit(source: str, line: int, row: list[str], header: list[str]) -> None:
 
 def _identity(source: str, full: str, launch: str, grid: str, block: str, device: str,
               metrics: dict[str, float], out_of_range: Sequence[str] = ()) -> RawKernel:
-    return RawKernel(source=source, launch_id=_launch_id(launch, source), name=short_name(full), name_full=full,
+    return RawKernel(source=source, launch_id=_launch_id(launch, source), name=kernel_name(full), name_full=full,
                      device=device or None, grid=grid or None, block=block or None, metrics=metrics,
                      out_of_range=tuple(out_of_range))
 

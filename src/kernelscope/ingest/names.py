@@ -1,7 +1,11 @@
-"""Kernel names: the short base name a person says ("flash_fwd_kernel") from a demangled one."""
+"""Kernel names: the short base name a person says ("flash_fwd_kernel") from a demangled one, and the
+name a kernel is shown by: a CUTLASS/CuTe wrapper's function (`cutlass::device_kernel<...>`, whose
+function name is `device_kernel` for every kernel it wraps) is shown by the kernel inside it
+(`FlashAttnFwdSm90`), so the tables, filters and provenance see the name that means something."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 
@@ -65,3 +69,39 @@ def short_name(name: str) -> str:
     text = _strip_bracketed(text, "<", ">").strip()
     text = text.split()[-1] if text.split() else text
     return text.rsplit("::", 1)[-1] or name
+
+
+# Entry points that wrap the real kernel as a template argument: CUTLASS 3's `device_kernel<Op>`, its
+# `enable_sm90_or_later<Op>` guards, CUTLASS 2's `Kernel<Op>`/`Kernel2<Op>`.
+WRAPPERS = re.compile(r"^(device_kernel|Kernel2?|enable_sm\d+\w*)$")
+
+
+def _template_args(text: str, name: str) -> list[str]:
+    """The top-level template arguments of `name<...>` in `text` (empty when it has none)."""
+    at = text.find(name + "<")
+    if at < 0:
+        return []
+    start, depth = at + len(name) + 1, 1
+    for i in range(start, len(text)):
+        depth += {"<": 1, ">": -1}.get(text[i], 0)
+        if depth == 0:
+            return [a.strip() for a in _top_level_split(text[start:i], ",")]
+    return []
+
+
+@lru_cache(maxsize=4096)
+def kernel_name(full: str, function: str | None = None) -> str:
+    """The name a kernel is shown and matched by: its function's name (`function`, as ncu gives it,
+    or the base of `full`), or for a wrapper the first kernel inside it that is not one:
+    `cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>` -> FlashAttnFwdSm90."""
+    base = function or short_name(full)
+    text, name = _without_parameters(full.strip()), base
+    for _ in range(8):  # wrappers nest a few deep at most
+        if not WRAPPERS.match(name):
+            return name
+        args = _template_args(text, name)
+        if not args:
+            return base
+        text = args[0]
+        name = short_name(text)
+    return base

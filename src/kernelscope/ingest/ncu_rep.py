@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..files import open_input
 from ..model import RawKernel, RuleResult, in_range
 from .detect import check_ncu_rep_framing
+from .names import kernel_name
 from .units import unit_factor, unknown
 
 # ncu's rule message types (NvRules.MsgType)
@@ -174,7 +175,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                 yield RawKernel(
                     source=shown,
                     launch_id=first + a,
-                    name=text(action.name(function)),
+                    name=kernel_name(text(action.name(demangled)), text(action.name(function))),
                     name_full=text(action.name(demangled)),
                     device=None if device_metric is None else text(device_metric.value()),
                     grid=_dims(metrics, GRID_DIMS),

@@ -174,7 +174,7 @@ def _dry_run(plan: CapturePlan, transport: PodTransport, ncu: str, say: Progress
     """Every step recorded, none that changes the cluster run."""
     with tempfile.TemporaryDirectory() as tmp:
         for unit in plan.units():
-            local = Path(tmp) / f"{report_stem(unit.kernel_filter, unit.index)}.ncu-rep"
+            local = Path(tmp) / f"{report_stem(unit.label, unit.index)}.ncu-rep"
             remote = transport.report_path(local)
             transport.capture(capture_argv(plan, unit, remote, ncu), remote, local, {}, 0.0, say)
             transport.end_unit()

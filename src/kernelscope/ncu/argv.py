@@ -32,7 +32,7 @@ def capture_argv(plan: CapturePlan, unit: CaptureUnit, report: str, ncu: str = "
     if not plan.profile_from_start:
         argv += ["--profile-from-start", "off"]
     if unit.kernel_filter is not None:
-        argv += ["--kernel-name-base", "function", "--kernel-name", unit.kernel_filter]  # checked: no leading "-"
+        argv += ["--kernel-name-base", plan.name_base, "--kernel-name", unit.kernel_filter]  # checked: no leading "-"
     argv += ["--launch-skip", str(plan.launch_skip), "--launch-count", str(unit.launch_count)]
     if plan.attach is not None:
         return argv + ["--mode", "attach", "--hostname", plan.attach.host, "--port", str(plan.attach.port)]

@@ -19,6 +19,7 @@ TargetProcesses = Literal["all", "application-only"]
 ReplayMode = Literal["kernel", "application"]
 GraphProfiling = Literal["node", "graph"]
 FilterMode = Literal["global", "per-gpu"]
+NameBase = Literal["demangled", "function", "mangled"]  # what ncu matches --kernel-name against
 PolicyName = Literal["local", "single-replica", "multi-replica"]
 
 
@@ -54,6 +55,11 @@ class CaptureUnit:
     launch_count: int
     kernels: tuple[str, ...]
 
+    @property
+    def label(self) -> str | None:
+        """What its files are named after: the user's kernel, or the combined filter."""
+        return self.kernels[0] if len(self.kernels) == 1 else self.kernel_filter
+
 
 @dataclass(frozen=True)
 class CapturePlan:
@@ -71,6 +77,9 @@ class CapturePlan:
     graph_profiling: GraphProfiling = "node"
     filter_mode: FilterMode = "global"  # per-gpu: the launch window applies on each GPU (TP ranks)
     profile_from_start: bool = True
+    # Filters match the demangled name: a CUTLASS-wrapped kernel's function name is `device_kernel`
+    # whatever it wraps (vLLM's FlashAttention-3), so only the demangled name tells FA3 from others.
+    name_base: NameBase = "demangled"
     one_session: bool = False  # all kernels in one filter (one wrapped pod: one ncu, one model load)
     notes: tuple[str, ...] = field(default=())
 
@@ -82,9 +91,10 @@ class CapturePlan:
         if not self.kernels:
             return (CaptureUnit(1, None, self.launch_count, ()),)
         if self.one_session and len(self.kernels) > 1:
-            return (CaptureUnit(1, combined_filter(self.kernels), self.launch_count * len(self.kernels),
+            return (CaptureUnit(1, combined_filter(self.kernels, self.name_base), self.launch_count * len(self.kernels),
                                 self.kernels),)
-        return tuple(CaptureUnit(i, k, self.launch_count, (k,)) for i, k in enumerate(self.kernels, 1))
+        return tuple(CaptureUnit(i, unit_filter(k, self.name_base), self.launch_count, (k,))
+                     for i, k in enumerate(self.kernels, 1))
 
 
 def parse_attach(text: str) -> Attach:
@@ -129,11 +139,32 @@ def validate(plan: CapturePlan, policy: Policy, allow_unscoped: bool = False, fo
     return plan
 
 
-def combined_filter(kernels: tuple[str, ...]) -> str:
+_REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
+
+
+def name_regex(name: str) -> str:
+    """An exact kernel name as a regex over ncu's demangled names: the name whole, as a function
+    (`divergent_fma(float *, int)`), a template (`flash_fwd_kernel<...>`), a namespace member, or the
+    kernel inside a wrapper (`device_kernel<flash::FlashAttnFwdSm90<...>>`). Only regex metacharacters
+    are escaped (ncu's ECMAScript regex)."""
+    escaped = _REGEX_SPECIAL.sub(lambda m: "\\" + m.group(1), name)
+    return f"(^|[ :<]){escaped}([<(>,]|$)"
+
+
+def unit_filter(kernel: str, base: NameBase) -> str:
+    """The ncu --kernel-name value for one kernel: a regex as given; an exact name as given for the
+    function base, else as the regex that finds it in the demangled or mangled name."""
+    if kernel.startswith("regex:") or base == "function":
+        return kernel
+    return "regex:" + name_regex(kernel)
+
+
+def combined_filter(kernels: tuple[str, ...], base: NameBase = "demangled") -> str:
     """One ncu filter matching any of several kernels (exact names escaped and anchored)."""
     if len(kernels) == 1:
-        return kernels[0]
-    parts = [k.removeprefix("regex:") if k.startswith("regex:") else f"^{re.escape(k)}$" for k in kernels]
+        return unit_filter(kernels[0], base)
+    parts = [k.removeprefix("regex:") if k.startswith("regex:")
+             else f"^{re.escape(k)}$" if base == "function" else name_regex(k) for k in kernels]
     return "regex:" + "|".join(f"({p})" for p in parts)
 
 
@@ -145,4 +176,4 @@ def one_session(plan: CapturePlan, why: str) -> CapturePlan:
         return plan
     return replace(plan, one_session=True).with_notes(
         f"{why}: one session for {len(plan.kernels)} kernels ({', '.join(plan.kernels)}) with filter "
-        f"{combined_filter(plan.kernels)} and launch count {plan.launch_count} each")
+        f"{combined_filter(plan.kernels, plan.name_base)} and launch count {plan.launch_count} each")

@@ -30,7 +30,7 @@ from ..analysis.verdict import roof_pct, verdict_roof
 from ..errors import InputError
 from ..files import open_input
 from ..ingest import csv_pages
-from ..ingest.names import short_name, template_name
+from ..ingest.names import kernel_name, template_name
 from ..ingest.units import parse_number
 from ..model import Assessment
 from . import kernels
@@ -65,7 +65,8 @@ def itanium_base(name: str) -> str:
 
 
 def base(name: str) -> str:
-    return short_name(itanium_base(name.strip()))
+    """The name a kernel goes by (ingest/names.kernel_name: a wrapper's by the kernel inside it)."""
+    return kernel_name(itanium_base(name.strip()))
 
 
 _CAST = re.compile(r"\((?:(?:un)?signed )?(?:int|long long|long|short|char|bool|unsigned)\)")

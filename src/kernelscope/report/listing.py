@@ -27,3 +27,4 @@ def check_table(cells: int, failures: Sequence[str], notes: Sequence[str]) -> Ta
     cols = (Col("level", "level", colour=lambda v: "red" if v == "FAIL" else None), Col("message", "message"))
     rows = [["FAIL", f] for f in failures] + [["note", n] for n in notes]
     return Table(cols, rows, notes=(f"{cells} cell(s), {len(failures)} failure(s)",))
+

@@ -1,0 +1,108 @@
+"""`kernelscope kernels -- PROGRAM`: one cheap pass that lists every kernel a program runs, so a
+user picks --kernel filters from what really runs rather than from guesses. ncu profiles every
+launch with one metric, gpu__time_duration.sum (one pass: no replay, no memory saved and restored),
+up to a launch cap; the report is read back and grouped by full name: launches, total GPU time,
+the name kernelscope shows, and the `regex:` that selects the kernel (ncu's demangled names).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import KernelscopeError
+from ..ingest import read_file
+from ..ingest.names import kernel_name
+from ..report.table import NAME, Col, Table
+from .transport import LocalProcess, Progress
+
+LIST_METRIC = "gpu__time_duration.sum"
+MAX_LISTED = 5_000  # launches profiled at most by default: each costs ncu a serialised result
+
+
+@dataclass(frozen=True)
+class Listed:
+    name: str  # as kernelscope shows it
+    name_full: str  # ncu's demangled name
+    launches: int
+    total_ns: float | None  # summed gpu__time_duration over the launches that have it
+    select: str  # the --kernel value that selects this kernel (and what else it would match, see `shared`)
+    shared: int  # how many listed kernels `select` matches (1: only this one)
+
+
+def inventory_argv(ncu: str, target: Sequence[str], report: str, launches: int) -> list[str]:
+    """Every launch (no filter) with one duration metric, clocks as found, child processes too."""
+    return [ncu, "--clock-control", "none", "--target-processes", "all", "--metrics", LIST_METRIC,
+            "--launch-count", str(launches), "-f", "-o", report.removesuffix(".ncu-rep"), *target]
+
+
+_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
+
+
+def _escaped(text: str) -> str:
+    """Only regex metacharacters escaped: ncu's ECMAScript regex reads `\\<` differently from Python's."""
+    return _SPECIAL.sub(lambda m: "\\" + m.group(1), text)
+
+
+def selectors(fulls: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Each full name's --kernel value: `regex:NAME` by the name it is shown as when that selects it
+    alone among the listed kernels, else `regex:^FULL$`; with how many listed kernels it matches."""
+    shown = {f: kernel_name(f) for f in fulls}
+    out = {}
+    for full in fulls:
+        pattern = _escaped(shown[full])
+        hits = sum(1 for f in fulls if re.search(pattern, f))
+        if hits > 1:
+            pattern = f"^{_escaped(full)}$"
+            hits = 1
+        out[full] = (f"regex:{pattern}", hits)
+    return out
+
+
+def group(report: Path) -> list[Listed]:
+    """The report's launches by full name, most total time first."""
+    launches: dict[str, list[float | None]] = {}
+    for raw in read_file(report):
+        launches.setdefault(raw.name_full, []).append(raw.metrics.get(LIST_METRIC))
+    chosen = selectors(list(launches))
+    rows = []
+    for full, times in launches.items():
+        known = [t for t in times if t is not None]
+        select, shared = chosen[full]
+        rows.append(Listed(kernel_name(full), full, len(times), sum(known) if known else None, select, shared))
+    return sorted(rows, key=lambda r: -(r.total_ns or 0.0))
+
+
+def run(ncu: str, target: Sequence[str], env: Mapping[str, str], launches: int, timeout: float,
+        progress: Progress) -> tuple[list[Listed], int, str]:
+    """Run the program once under the listing pass: (kernels, launches profiled, ncu's last words)."""
+    with tempfile.TemporaryDirectory(prefix="kernelscope-kernels-") as tmp:
+        report = Path(tmp) / "kernels.ncu-rep"
+        argv = inventory_argv(ncu, target, str(report), launches)
+        progress(f"listing every kernel {target[0]} runs (one metric a launch, at most {launches:,} launches)")
+        outcome = LocalProcess().capture(argv, str(report), report, env, timeout, progress)
+        if not outcome.complete:
+            tail = " | ".join(outcome.output.strip().splitlines()[-4:])
+            raise KernelscopeError(f"ncu listed no kernel of {target[0]} (exit {outcome.exit_code}): {tail}")
+        rows = group(report)
+    return rows, sum(r.launches for r in rows), outcome.output
+
+
+def kernels_table(rows: Sequence[Listed], profiled: int, cap: int, program: str) -> Table:
+    """Every kernel a program ran, most GPU time first, with the --kernel value that selects it."""
+    total = sum(r.total_ns or 0.0 for r in rows)
+    cols = (Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
+            Col("launches", "launches", right=True), Col("total_us", "total µs", lambda v: f"{v:,.1f}", right=True),
+            Col("share", "time %", lambda v: f"{v:.1f}", right=True, drop=2),
+            Col("select", "--kernel", elide=NAME, code=True, drop=1))
+    out = [[i, r.name, r.launches, None if r.total_ns is None else r.total_ns / 1e3,
+            None if r.total_ns is None or not total else 100 * r.total_ns / total, r.select]
+           for i, r in enumerate(rows, 1)]
+    notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from gpu__time_duration.sum "
+             "(one pass a launch, under ncu: a listing, not a benchmark)"]
+    if profiled >= cap:
+        notes.append(f"the first {cap:,} launches only (--launch-count to list more): later kernels may be missing")
+    return Table(cols, out, "kernels the program ran", tuple(notes))

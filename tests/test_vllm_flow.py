@@ -1,0 +1,101 @@
+"""The flows real vLLM needs (issue 20), on what runs without a GPU: kernel names as ncu's
+demangled names give them (a CUTLASS-wrapped FlashAttention-3 kernel is `device_kernel` by its
+function name), the kernel listing pass's grouping and selectors, and `launch`'s hold watch on a
+real process."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelscope.capture import inventory, launcher
+from kernelscope.ingest.names import kernel_name
+from kernelscope.ncu.plan import CapturePlan, combined_filter, name_regex
+
+FA3 = ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::"
+       "CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cute::tuple<cute::C<128>, "
+       "cute::C<128>, cute::C<128>>, 128, cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false>, "
+       "flash::CollectiveEpilogueFwd<>, flash::VarlenDynamicPersistentTileScheduler<128, 256, 128, false, true, "
+       "true>>>>(T1::Params)")
+COMBINE = ("void cutlass::device_kernel<flash::FlashAttnFwdCombine<cute::tuple<cute::C<8>, cute::C<256>>, 7, 256, 1, "
+           "false, true, cutlass::bfloat16_t, float, cutlass::arch::Sm90>>(T1::Params)")
+KV_WRITE = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>("
+            "__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*, long, long, "
+            "long, long, int, int, int, float const*, float const*)")
+
+
+def test_a_wrapped_kernel_goes_by_the_kernel_inside() -> None:
+    assert kernel_name(FA3, "device_kernel") == "FlashAttnFwdSm90"
+    assert kernel_name(COMBINE, "device_kernel") == "FlashAttnFwdCombine"
+    assert kernel_name(KV_WRITE, "reshape_and_cache_flash_kernel") == "reshape_and_cache_flash_kernel"
+
+
+def test_filters_are_matched_against_demangled_names() -> None:
+    """`regex:flash|fmha|attn` matched vLLM's KV-cache write by function name and never FA3, whose
+    function name is device_kernel: against demangled names FA3's own name selects it, and an exact
+    name finds the kernel inside its wrapper."""
+    plan = CapturePlan(kernels=("regex:FlashAttnFwdSm90", "FlashAttnFwdCombine"))
+    assert plan.name_base == "demangled"
+    (fa3, combine) = plan.units()
+    assert re.search(fa3.kernel_filter.removeprefix("regex:"), FA3)  # type: ignore[union-attr]
+    assert not re.search(fa3.kernel_filter.removeprefix("regex:"), KV_WRITE)  # type: ignore[union-attr]
+    assert re.search(name_regex("FlashAttnFwdCombine"), COMBINE) and not re.search(name_regex("FlashAttnFwd"), FA3)
+    both = combined_filter(("regex:FlashAttnFwdSm90", "reshape_and_cache_flash_kernel"))
+    assert re.search(both.removeprefix("regex:"), FA3) and re.search(both.removeprefix("regex:"), KV_WRITE)
+    assert not re.search(both.removeprefix("regex:"), COMBINE)
+
+
+def test_listing_selectors_pick_each_kernel_alone(sets_dir: Path) -> None:
+    """The listing pass groups by full name; each kernel's --kernel value matches it and no other
+    listed kernel, under ncu's demangled names."""
+    rows = inventory.group(sets_dir / "ks_roofline-torch.ncu-rep")
+    assert len(rows) == 9 and all(r.launches == 1 and r.total_ns for r in rows)
+    assert rows[0].total_ns >= rows[-1].total_ns  # type: ignore[operator]
+    for r in rows:
+        pattern = r.select.removeprefix("regex:")
+        assert [x.name_full for x in rows if re.search(pattern, x.name_full)] == [r.name_full], r.select
+    assert {r.name: r.select for r in rows}["mm_kernel"] == "regex:mm_kernel"
+    assert inventory.inventory_argv("ncu", ["python3", "x.py"], "/t/k.ncu-rep", 100) == [
+        "ncu", "--clock-control", "none", "--target-processes", "all", "--metrics", "gpu__time_duration.sum",
+        "--launch-count", "100", "-f", "-o", "/t/k", "python3", "x.py"]
+
+
+def _program(seconds: float) -> list[str]:
+    return [sys.executable, "-c", f"import time; time.sleep({seconds})"]
+
+
+def test_a_held_program_with_no_attach_is_stopped() -> None:
+    said: list[str] = []
+    t0 = time.monotonic()
+    code = launcher.run(_program(60), "vllm", 49999, hold_timeout=1.5, say=said.append, probe=lambda h, p: True)
+    assert code == 3 and time.monotonic() - t0 < 15
+    assert said[0].startswith("vllm is held at its first CUDA call, waiting for an attach on 127.0.0.1:49999")
+    assert said[-1].startswith("no attach within 2 s of the hold: stopping")
+
+
+def test_an_attached_program_runs_to_its_end() -> None:
+    """Held (the port accepts), then a session takes it (the port refuses): never stopped."""
+    calls = []
+
+    def probe(host: str, port: int) -> bool:
+        calls.append(port)
+        return len(calls) < 2  # held at the first look, taken at the second
+
+    said: list[str] = []
+    assert launcher.run(_program(4), "vllm", None, hold_timeout=3.0, say=said.append, probe=probe) == 0
+    assert calls[0] == 49152 and any("took the process" in s for s in said) and not any("stopping" in s for s in said)
+
+
+@pytest.mark.parametrize("text", ['{"profiler": "cuda"}', '{"profiler":"cuda","max_iterations":4}'])
+def test_vllm_cuda_profiler_keeps_profile_from_start_off(text: str) -> None:
+    from kernelscope.capture.preflight import lint
+
+    serve = ("vllm", "serve", "m", "--profiler-config", text)
+    plan, findings = lint(CapturePlan(kernels=("regex:x",), target=serve, profile_from_start=False))
+    assert not plan.profile_from_start and not [f for f in findings if f.code == "profile-from-start"]
+    plan, findings = lint(CapturePlan(kernels=("regex:x",), target=serve[:3], profile_from_start=False))
+    assert plan.profile_from_start and [f for f in findings if f.code == "profile-from-start"]
