@@ -71,6 +71,7 @@ class RawKernel:
     metrics: Mapping[str, float] = field(default_factory=dict)
     rules: tuple[RuleResult, ...] = ()
     out_of_range: tuple[str, ...] = ()  # counters whose value was out of range (in_range): left out of metrics
+    code_file: str | None = None  # the source file of its first instruction, where the report has line info
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class KernelRecord:
     simt_efficiency_pct: float | None
     warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
     ncu_rules: tuple[RuleResult, ...] = ()
+    code_file: str | None = None  # the kernel's source file (a .py one: a Triton kernel), where the report has it
     unmeasured: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)  # figure -> how it was had, when not its first source

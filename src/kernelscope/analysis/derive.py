@@ -93,7 +93,7 @@ POSITIVE = ("sm_clock_hz", "dram_clock_hz")
 FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
     "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "flops_at_most",
     "dominant_precision",
-    "tensor_path", "ncu_rules", "unmeasured", "notes", "sources", "metrics", "block_limits"})
+    "tensor_path", "ncu_rules", "code_file", "unmeasured", "notes", "sources", "metrics", "block_limits"})
 # The record's figures that are catalogue figures of the same name, taken as they are.
 PLAIN = tuple(f for f in FIGURES if f in C.FIGURE_NAMES)
 
@@ -178,4 +178,5 @@ def derive(raw: RawKernel) -> KernelRecord:
     unmeasured = tuple(f for f in FIGURES if figures[f] is None and f not in not_applicable)
     return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,
                         device=raw.device, grid=raw.grid, block=raw.block, **figures, ncu_rules=raw.rules,
-                        unmeasured=unmeasured, notes=tuple(notes), sources=figs.sources, metrics=m)
+                        code_file=raw.code_file, unmeasured=unmeasured, notes=tuple(notes), sources=figs.sources,
+                        metrics=m)

@@ -20,12 +20,19 @@ PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("library", "cuBLAS", r"^nvjet_|^cublas|^gemmk1_kernel|^splitKreduce_kernel|^gemv2?[NT]?_kernel|^gemvx?_kernel"),
     ("library", "CUTLASS in cuBLAS", r"\bcutlass_\d+_|\bsm\d+_xmma_|^xmma_"),
     ("library", "cuDNN", r"cudnn"),
+    # vLLM's FlashAttention-3 build (vllm-flash-attn): CuTe kernels inside cutlass::device_kernel
+    ("open", "FlashAttention-3 (vLLM)", r"FlashAttn(Fwd|Bwd)\w*|\bflash::prepare_varlen"),
     ("open", "FlashAttention", r"^flash_(fwd|bwd)|\bflash::|flash_attn"),
     ("open", "FlashInfer", r"flashinfer"),
     ("open", "Marlin (vLLM)", r"\bmarlin\w*::|\bMarlin<"),
     ("open", "vLLM", r"\bvllm::"),
     ("open", "CUTLASS", r"\bcutlass::"),
     ("open", "Triton (torch.compile)", r"^triton_(poi|red|per|tem|for)_"),
+    # vLLM's own Triton kernels (sampler, input preparation, speculative decoding), as vLLM 0.26 names them
+    ("open", "Triton (vLLM)", r"^_(topk_topp|gumbel_sample|compute_slot_mappings?|prepare_\w+_inputs|penalties|min_p"
+                              r"|bincount|apply_grammar_bitmask|expand_idx_mapping|gather_block_tables|rejection"
+                              r"|post_update\w*|ranks|flatten_sampled|combine_sampled_and_draft_tokens|bad_words"
+                              r"|apply_write|resample|insert_resampled)_kernel$"),
     ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
                              r"|^CatArrayBatchedCopy|^distribution_elementwise"),
 )
@@ -64,8 +71,27 @@ def _by_name(name: str, name_full: str) -> tuple[ProvenanceKind, str, str, str |
     return kind, family, why, by_name
 
 
+# A Triton kernel's source file says whose it is (the report's line information, ingest/ncu_rep.code_file).
+TRITON_FILES: tuple[tuple[ProvenanceKind, str, str], ...] = (
+    ("open", "Triton (torch.compile)", r"torchinductor|/_inductor/"),
+    ("open", "Triton (vLLM)", r"/vllm/"),
+    ("open", "Triton (FlashInfer)", r"/flashinfer/"),
+    ("user", "your Triton", r"\.py$"),
+)
+
+
+def _by_file(path: str | None) -> tuple[ProvenanceKind, str, str] | None:
+    for owner, family, pattern in TRITON_FILES:
+        if path and re.search(pattern, path):
+            return owner, family, f"its code is {path.rsplit('/', 1)[-1]} ({pattern!r} in the report's line info)"
+    return None
+
+
 def classify(rec: KernelRecord) -> Provenance:
     kind, family, why, by_name = _by_name(rec.name, rec.name_full)
+    found = _by_file(rec.code_file) if kind == "user" or family.startswith("Triton") else None
+    if found is not None:
+        kind, family, why = found
     threads = threads_per_block(rec.block) or 0
     by_shape = rec.tensor_path in WARPGROUP_PATHS and threads >= WARP_SPECIALISED_MIN_THREADS
     if by_name:

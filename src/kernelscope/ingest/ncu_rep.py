@@ -50,6 +50,20 @@ def _kind(value: Any) -> str:
     return RULE_KINDS.get(value, str(value)) if isinstance(value, int) else str(value)
 
 
+def code_file(action: Any) -> str | None:
+    """The source file of the kernel's first executed instruction, from the line information a
+    report with ncu's SourceCounters section keeps (`--set full`, `detailed`): a `.py` file is a
+    Triton kernel's, and its path says whose (vLLM's, torch.compile's, the user's). None without."""
+    executed = action.metric_by_name("inst_executed")
+    if executed is None:
+        return None
+    ids = executed.correlation_ids()
+    if ids is None or not executed.num_instances():
+        return None
+    info = action.source_info(ids.as_uint64(0))
+    return None if info is None or not info.file_name() else text(info.file_name())
+
+
 def rules(action: Any) -> tuple[RuleResult, ...]:
     """ncu's own rule results for this launch (empty when the capture had no sections)."""
     out = []
@@ -183,5 +197,6 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                     metrics=metrics,
                     rules=rules(action),
                     out_of_range=out_of_range,
+                    code_file=code_file(action),
                 )
             first += count
