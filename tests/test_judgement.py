@@ -205,7 +205,7 @@ def test_near_a_line_both_sides_are_said() -> None:
      "float, int, int)", "open", "vLLM"),
     ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>>>(T1::Params)",
      "open", "CUTLASS"),
-    ("void flash::FlashAttnFwdSm90<cutlass::bfloat16_t>(flash::Params)", "open", "FlashAttention"),
+    ("void flash::FlashAttnFwdSm90<cutlass::bfloat16_t>(flash::Params)", "open", "FlashAttention-3 (vLLM)"),
     ("void my_kernel(float *)", "user", "your code"),
 ])
 def test_owner_from_the_full_name(fx: Path, full: str, owner: str, family: str) -> None:

@@ -99,3 +99,48 @@ def test_vllm_cuda_profiler_keeps_profile_from_start_off(text: str) -> None:
     assert not plan.profile_from_start and not [f for f in findings if f.code == "profile-from-start"]
     plan, findings = lint(CapturePlan(kernels=("regex:x",), target=serve[:3], profile_from_start=False))
     assert plan.profile_from_start and [f for f in findings if f.code == "profile-from-start"]
+
+
+def test_the_serving_command_is_the_bundles_context() -> None:
+    from kernelscope.serving import context_of, from_context
+
+    cmd = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m/llama", "-tp", "2",
+           "--max-num-seqs=64", "--kv-cache-dtype", "fp8", "--enforce-eager", "--port", "8000"]
+    ctx = context_of(cmd)
+    assert ctx == {"serving.engine": "vllm", "serving.model": "/m/llama", "serving.tensor_parallel_size": "2",
+                   "serving.max_num_seqs": "64", "serving.kv_cache_dtype": "fp8", "serving.enforce_eager": "true"}
+    served = from_context(ctx)
+    assert served is not None and served.eager and not served.cuda_graphs
+    assert context_of(["vllm", "serve", "meta-llama/Llama-3-8B"])["serving.model"] == "meta-llama/Llama-3-8B"
+    assert context_of(["python3", "step.py"]) == {}
+
+
+def _assess(fx: Path, name: str, command: list[str]) -> object:
+    from kernelscope.analysis.pipeline import load
+    from kernelscope.analysis.verdict import assess
+    from kernelscope.ceilings import load as load_ceilings
+    from kernelscope.serving import context_of, from_context
+
+    (rec,) = load(str(fx / name))
+    return assess(rec, load_ceilings().pick(rec.device), from_context(context_of(command)))
+
+
+VLLM = ["vllm", "serve", "/m/llama", "--max-num-seqs", "8"]
+
+
+def test_levers_at_the_level_a_vllm_user_works_at(fx: Path) -> None:
+    """A decode GEMM at the HBM roof under vLLM: the flags to change, sized from its figures."""
+    a = _assess(fx, "decode_gemm.ncu-rep", VLLM)
+    rules = {lv.rule: lv for lv in a.next_levers}  # type: ignore[attr-defined]
+    assert "--max-num-seqs (now 8)" in rules["batch-rows"].action
+    assert "--quantization fp8 (none set)" in rules["quantise-operands"].action
+    assert "8 FLOP a DRAM byte against a ridge of 206" in rules["vllm-speculative"].expected
+
+
+def test_a_kernel_already_in_vllms_graph_is_never_told_to_use_one(fx: Path) -> None:
+    compiled = {lv.rule for lv in _assess(fx, "tiny.ncu-rep.gz", VLLM).next_levers}  # type: ignore[attr-defined]
+    assert "cuda-graph" not in compiled and "vllm-cuda-graphs" not in compiled and "profile-the-graph" in compiled
+    eager = {lv.rule for lv in _assess(fx, "tiny.ncu-rep.gz", [*VLLM, "--enforce-eager"]).next_levers}  # type: ignore[attr-defined]
+    assert "vllm-cuda-graphs" in eager and "cuda-graph" not in eager
+    plain = {lv.rule for lv in _assess(fx, "tiny.ncu-rep.gz", ["python3", "x.py"]).next_levers}  # type: ignore[attr-defined]
+    assert "cuda-graph" in plain

@@ -304,6 +304,7 @@ def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
         clock_control=getattr(a, "clock_control", "none"), target_processes=getattr(a, "target_processes", "all"),
         replay_mode=getattr(a, "replay_mode", "kernel"), graph_profiling=getattr(a, "graph_profiling", "node"),
         profile_from_start=getattr(a, "profile_from_start", "on") == "on",
+        window="start" if getattr(a, "profile_from_start", "on") == "on" else "profiler-range",
         name_base=getattr(a, "kernel_base", "demangled"))
 
 
@@ -433,7 +434,7 @@ def _k8s_capture(a: argparse.Namespace) -> int:
         entrypoint=tuple(shlex.split(a.entrypoint)) if a.entrypoint else None, strategy=a.strategy,
         pod_per_kernel=a.pod_per_kernel, grant_profiling_cap=a.grant_profiling_cap,
         warmup_requests=a.warmup_requests, warmup_path=a.warmup_path, warmup_body=a.warmup_body,
-        warmup_port=a.warmup_port,
+        warmup_port=a.warmup_port, window=a.window,
         dry_run=a.dry_run, timeout=a.timeout, ttl_s=a.ttl, context=app.parse_context(a.context or []))
     result = app.k8s_capture(req, say)
     _print_inspection(result.inspection)
@@ -705,6 +706,11 @@ def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
             kp.add_argument("--warmup-port", type=T.port,
                             help="the server's port (default: its --port or containerPort)")
             kp.add_argument("--warmup-body", help="JSON body (default: a short completion for the served model)")
+            kp.add_argument("--window", choices=("serving", "start"),
+                            help="where the captured launches come from: serving (default for a vLLM server: ncu "
+                                 "--profile-from-start off, vLLM's CUDA profiler on, POST /start_profile after the "
+                                 "warm-up requests) or start (counted from the process's start, --launch-skip: "
+                                 "start-up's launches too)")
             kp.add_argument("--ttl", type=T.positive, default=3600,
                             help="the sister's hard expiry, seconds (default 3600)")
 

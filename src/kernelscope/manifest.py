@@ -41,6 +41,11 @@ class Scoping:
     target_processes: str
     clock_control: str
     filter_mode: str = "global"
+    name_base: str = "function"  # what ncu matched the filters against (captures before this field: function)
+    # where the captured launches come from: start (counted from the process's start: start-up's launches too),
+    # serving (vLLM's POST /start_profile opened the window after warm-up), profiler-range (the program's own
+    # cudaProfilerStart/Stop); None: not recorded (an older bundle)
+    window: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,7 @@ class CaptureRecord:
     wall_s: float | None = None
     error: str | None = None  # why this run failed (the bundle keeps the runs that worked)
     causes: tuple[str, ...] = ()  # diagnosis codes, e.g. filter-matched-nothing
+    window: str | None = None  # where this run's launches come from (Scoping.window), every launch of its report
 
 
 @dataclass(frozen=True)

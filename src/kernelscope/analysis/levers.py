@@ -27,11 +27,18 @@ STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this spee
 # precision, fusion, batching, CUDA graphs); an open kernel also by picking another kernel or its
 # own options; source and compiler levers only for the user's own code.
 PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
-    "library": frozenset({"algorithm", "shape", "kernel", "precision", "fusion", "batching", "graphs", "capture"}),
-    "open": frozenset({"kernel", "config", "precision", "fusion", "batching", "graphs", "capture"}),
+    "library": frozenset({"algorithm", "shape", "kernel", "precision", "fusion", "batching", "graphs", "capture",
+                          "serving"}),
+    "open": frozenset({"kernel", "config", "precision", "fusion", "batching", "graphs", "capture", "serving"}),
     "user": frozenset({"source", "compiler", "kernel", "config", "algorithm", "shape", "precision", "fusion",
-                       "batching", "graphs", "capture"}),
+                       "batching", "graphs", "capture", "serving"}),
 }
+
+
+def _flag(f: Facts, key: str, default: str) -> str:
+    """A vLLM option as the capture's serving command gave it, or what vLLM does without it."""
+    given = f.serving.get(key) if f.serving is not None else None
+    return f"now {given}" if given else default
 
 
 @dataclass(frozen=True)
@@ -178,12 +185,18 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; the gain is in the work around it",
               _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
     LeverRule("quantise-operands", "precision", lambda f: f.bound == "memory" and _tensor_operands(f),
-              lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4",
+              lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4" + (
+                  f": vLLM --quantization fp8 ({_flag(f, 'quantization', 'none set')}) for the weights, "
+                  f"--kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype', 'auto: the model dtype')}) for the KV cache"
+                  if f.vllm else ""),
               lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x), int4 quarters them (up to 4x)",
               lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 3),
     LeverRule("batch-rows", "batching",
               lambda f: f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge),
-              lambda f: f"{_up(f)}batch more rows per weight read (more tokens a step, a larger M)",
+              lambda f: f"{_up(f)}batch more rows per weight read: " + (
+                  f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs', 'vLLM default 256')}) and "
+                  f"--max-num-batched-tokens ({_flag(f, 'max_num_batched_tokens', 'vLLM default')}) so more "
+                  "sequences share each decode step" if f.vllm else "more tokens a step, a larger M"),
               lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to {(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds",
               _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),
     LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f),
@@ -213,10 +226,23 @@ LEVERS: tuple[LeverRule, ...] = (
     LeverRule("stream-once-source", "source", lambda f: f.prov.kind == "user" and _memory_side(f),
               lambda f: "restructure it to stream each byte once: one pass, vector loads, fewer instructions a byte",
               _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
-    LeverRule("cuda-graph", "graphs", lambda f: f.limiter.kind == "launch",
+    LeverRule("vllm-cuda-graphs", "serving", lambda f: f.limiter.kind == "launch" and f.vllm and not f.in_cuda_graph,
+              lambda f: "drop vLLM's --enforce-eager: vLLM then replays decode inside CUDA graphs (its default)",
+              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the step pays it once",
+              _none, f"the decode step's time falls (vLLM's own step time, or {NSYS})", 3, 1),
+    LeverRule("cuda-graph", "graphs", lambda f: f.limiter.kind == "launch" and f.serving is None,
               lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
               lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: the host launch (3.3 µs a launch back to back on an H200, docs/hopper-measurements.md §8) sets its cost, and a graph pays it once",
               _none, f"the gaps between its launches vanish: {NSYS}", 3, 1),
+    LeverRule("vllm-speculative", "serving",
+              lambda f: f.vllm and f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge) and not (f.serving and f.serving.get("speculative_config")),
+              lambda f: "speculative decoding (vLLM --speculative-config: n-gram, EAGLE or a draft model): several tokens are checked in one target-model step, so each weight read serves more tokens",
+              lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: decode reads every weight for one token a sequence; k accepted tokens a step read them once for k",
+              _none, "tokens per second at the same latency, and this GEMM's arithmetic_intensity rising: kernelscope k8s capture with the new flag", 2, 3),
+    LeverRule("profile-the-graph", "capture", lambda f: f.limiter.kind == "launch" and f.in_cuda_graph,
+              lambda f: "already inside vLLM's CUDA graph: profile the whole graph as one workload to see the step it belongs to (kernelscope capture --graph-profiling graph)",
+              lambda f: "the graph's time against the sum of its kernels' says what launches and gaps cost inside the step",
+              _none, "one result for the graph, its gpu__time_duration the step's", 1, 1),
     LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
               lambda f: "fuse it into a neighbouring kernel (torch.compile), so its launch disappears",
               lambda f: f"removes a launch and its {_us(f)}", _none, f"the kernel no longer appears in the step: {NSYS}", 2, 2),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
@@ -15,6 +16,7 @@ from ..ingest import Inputs, bundle_manifest, iter_inputs
 from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest
 from ..model import Assessment, KernelRecord, RawKernel
+from ..serving import Serving, from_context
 from .derive import derive
 from .roofline import place
 from .verdict import assess
@@ -93,24 +95,30 @@ class Judge:
     measured: CeilingsFile | None
     analytic: Mapping[Path, Analytic | None]  # bundle directory -> its harness op's work, if any
     matcher: re.Pattern[str] | str | None
+    serving: Mapping[Path, Serving | None] = field(default_factory=dict)  # bundle directory -> its serving config
 
     def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
         """The selected launches among `raws`, judged one at a time as they are read."""
         return map(self.one, records_of(raws, self.matcher))
 
+    def _home(self, rec: KernelRecord, of: Mapping[Path, Any]) -> Any:
+        """What `of` holds for the bundle the record's report is in, if any."""
+        if not any(of.values()):
+            return None
+        home = next((d for d in of if Path(rec.source).is_relative_to(d)), None)
+        return None if home is None else of[home]
+
     def one(self, rec: KernelRecord) -> Assessment:
-        a = assess(rec, self.table.pick(rec.device, self.hw))
+        a = assess(rec, self.table.pick(rec.device, self.hw), self._home(rec, self.serving))
         if self.measured is not None:
             p = place(rec, self.measured.pick(rec.device))
             a = replace(a, achievable={
                 "ceilings_file": self.measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
                 "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
                 "pct_memory": p.pct_sol_memory})
-        if any(self.analytic.values()):
-            home = next((d for d in self.analytic if Path(rec.source).is_relative_to(d)), None)
-            work = None if home is None else self.analytic[home]
-            if work is not None:
-                a = counted_vs_analytic(a, work)
+        work = self._home(rec, self.analytic)
+        if work is not None:
+            a = counted_vs_analytic(a, work)
         return a
 
 
@@ -126,7 +134,8 @@ def judge_for(
     table = load_ceilings(ceilings)
     measured = load_ceilings(achievable) if achievable else None
     found = bundles(as_paths(paths))
-    return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel)), found
+    return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel),
+                 {d: from_context(m.context) for d, m in found.items()}), found
 
 
 def analyze(

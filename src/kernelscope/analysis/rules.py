@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import Bound, KernelRecord, Limiter, LimiterKind, Provenance
+from ..serving import Serving
 
 # A roof is reached ("at") from 80 % of it and approached ("near") from 60 %, measured at the clock
 # the kernel ran at. Below 60 % on every roof the kernel is latency-bound. The same lines as ncu's
@@ -86,6 +87,16 @@ class Facts:
     step: tuple[str, float] | None  # a cheaper tensor precision this device has, and its peak ratio
     hbm_pct: float | None  # HBM % at the measured clock
     ridge: float | None  # FLOP/byte where the binding compute roof meets HBM
+    serving: Serving | None = None  # the serving engine's configuration, when the capture says (vLLM's flags)
+
+    @property
+    def vllm(self) -> bool:
+        return self.serving is not None and self.serving.engine == "vllm"
+
+    @property
+    def in_cuda_graph(self) -> bool:
+        """Launched inside a CUDA graph: vLLM replays decode in graphs unless --enforce-eager."""
+        return self.serving is not None and self.serving.cuda_graphs
 
     def ge(self, value: float | None, limit: float) -> bool:
         return value is not None and value >= limit

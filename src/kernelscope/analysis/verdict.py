@@ -8,6 +8,7 @@ import math
 
 from ..ceilings import DeviceCeilings
 from ..model import Assessment, KernelRecord, Limiter
+from ..serving import Serving
 from .categories import categorize
 from .judge import judge
 from .levers import levers
@@ -71,7 +72,9 @@ def roof_pct(a: Assessment) -> float | None:
     return None if roof is None or a.provisional else roof.pct
 
 
-def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
+def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None) -> Assessment:
+    """`serving`: the configuration the kernel was captured under (a vLLM server's flags), for the
+    levers a user of that engine pulls."""
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
@@ -86,6 +89,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings) -> Assessment:
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
         hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
+        serving=serving,
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
     return Assessment(

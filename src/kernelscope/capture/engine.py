@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import __version__, redact
+from .. import __version__, redact, serving
 from ..errors import KernelscopeError
 from ..ingest import read_file
 from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping, redacted
@@ -78,7 +78,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
     profiled = tuple(PROFILED.findall(outcome.output))
     base = CaptureRecord(kernel_filter=unit.kernel_filter, kernels=unit.kernels, report=None, ncu_argv=tuple(shown),
                          exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
-                         profiled=profiled, wall_s=round(outcome.wall_s, 2))
+                         profiled=profiled, wall_s=round(outcome.wall_s, 2), window=plan.window)
     if not outcome.complete:
         found = diagnose(outcome.output, plan.target, transport.gpu_facts().driver_cuda_version, ctx.app_cuda,
                          unit.kernel_filter, plan.launch_skip)
@@ -146,7 +146,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             scoping=Scoping(kernels=plan.kernels, launch_skip=plan.launch_skip, launch_count=plan.launch_count,
                             replay_mode=plan.replay_mode, graph_profiling=plan.graph_profiling,
                             target_processes=plan.target_processes, clock_control=plan.clock_control,
-                            filter_mode=plan.filter_mode),
+                            filter_mode=plan.filter_mode, name_base=plan.name_base, window=plan.window),
             env_keys_set=tuple(sorted(k for k, _ in plan.env)),
             started_at=started,
             finished_at=_now(),
@@ -155,7 +155,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             analytic=ctx.analytic,
             kubernetes=ctx.kubernetes,
             commands_run=tuple(ctx.commands_run()),
-            context=dict(ctx.user),
+            context={**serving.context_of(plan.target), **ctx.user},  # what the user says wins
         ), secrets)
         for name, text in (ctx.extras() if ctx.extras else {}).items():
             (stage / name).write_text(text)

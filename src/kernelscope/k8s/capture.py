@@ -14,15 +14,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 from ..capture import engine
 from ..capture.bundle import report_stem
+from ..capture.preflight import vllm_cuda_profiler
 from ..capture.transport import Progress
 from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
+from ..serving import context_of, is_vllm
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect
 from .kubectl import Kube, check_name, ref
@@ -56,6 +58,25 @@ def signals_clean_up(say: Progress) -> Iterator[Callable[[], None]]:
             signal.signal(s, h)
 
 
+Window = Literal["serving", "start"]
+VLLM_CUDA_PROFILER = '{"profiler": "cuda"}'
+
+
+def serving_window(serving: list[str], window: Window | None) -> tuple[list[str], bool]:
+    """The sister's serving command for the window asked (none asked: serving for vLLM): for the
+    serving window, vLLM's CUDA profiler turned on, so that POST /start_profile calls
+    cudaProfilerStart in the worker and ncu (`--profile-from-start off`) profiles serving traffic only."""
+    serve = window == "serving" or (window is None and is_vllm(serving))
+    if not serve:
+        return serving, False
+    if not is_vllm(serving):
+        raise PlanError("--window serving needs a vLLM server (its /start_profile opens the window); this command "
+                        f"is not one: {' '.join(serving[:3])}…; use --window start with --launch-skip")
+    if vllm_cuda_profiler(serving):
+        return serving, True
+    return [*serving, "--profiler-config", VLLM_CUDA_PROFILER], True
+
+
 @dataclass(frozen=True)
 class K8sCaptureRequest:
     namespace: str
@@ -77,6 +98,7 @@ class K8sCaptureRequest:
     warmup_path: str = "/v1/completions"
     warmup_port: int | None = None  # default: the server's --port, its containerPort, else 8000
     warmup_body: str | None = None
+    window: Window | None = None  # None: serving for a vLLM server, else from the start
     dry_run: bool = False
     timeout: float = 600.0
     ttl_s: int = 3600
@@ -131,15 +153,22 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
         raise PlanError("refusing to capture: " + "; ".join(f.message for f in ins.blocked()))
     serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
         else []
+    serving, window = serving_window(serving, req.window) if ins.strategy != "direct" else (serving, False)
     plan, policy = plan_for(ins, req, serving)
+    if window:
+        plan = replace(plan, profile_from_start=False, window="serving").with_notes(
+            "serving window: ncu --profile-from-start off; vLLM's CUDA profiler on (--profiler-config); after "
+            f"{max(1, req.warmup_requests)} warm-up request(s) POST /start_profile opens the window, and requests "
+            "go on until the report is whole: every captured launch is from serving traffic, none from start-up")
     capture_id = uuid.uuid4().hex[:8]
     release = req.release or f"ks-{ins.deployment[:38].rstrip('-.')}-{capture_id}"
     opts = sister.SisterOptions(release=release, capture_id=capture_id, tools_image=req.tools_image,
                                 ncu_home=req.ncu_home, ncu_in_image=req.ncu_in_image, pull_secret=req.pull_secret,
                                 grant_profiling_cap=req.grant_profiling_cap, ttl_s=req.ttl_s)
-    warmup = Warmup(req.warmup_requests, req.warmup_port or ins.server_port, req.warmup_path,
-                    _body(ins, req.warmup_body)) \
-        if req.warmup_requests else None
+    warmup = Warmup(max(1, req.warmup_requests) if window else req.warmup_requests,
+                    req.warmup_port or (None if window else ins.server_port), req.warmup_path,
+                    _body(ins, req.warmup_body), serving_window=window) \
+        if req.warmup_requests or window else None
     transport = PodTransport(kube, ins, opts, serving, warmup, say)
     ncu = opts.ncu if ins.strategy != "direct" else (req.ncu_in_image or "ncu")
     kctx = KubeContext(namespace=req.namespace, deployment=ins.deployment, replicas=ins.replicas,
@@ -153,9 +182,10 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
             if req.dry_run:
                 _dry_run(plan, transport, ncu, say)
             else:
-                ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx,
-                                     user=req.context, app_cuda=ins.app_cuda, commands_run=kube.log,
-                                     extras=transport.extra_files, secrets=transport.secrets)
+                user = {**context_of(serving or [*ins.command, *ins.args]), **req.context}  # the user's words win
+                ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx, user=user,
+                                     app_cuda=ins.app_cuda, commands_run=kube.log, extras=transport.extra_files,
+                                     secrets=transport.secrets)
                 manifest = engine.run(plan, req.out, transport, ctx, req.timeout, say)
                 out = req.out
                 failed = [c.error or "" for c in manifest.failed]

@@ -15,6 +15,7 @@ runs one ncu); the sister is uninstalled when the unit ends, and on any failure 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 import time
@@ -47,16 +48,22 @@ POST_PY = ("import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1]
 
 @dataclass(frozen=True)
 class Warmup:
-    """OpenAI-style requests sent to the sister itself (from inside its pod, to 127.0.0.1)."""
+    """OpenAI-style requests sent to the sister itself (from inside its pod, to 127.0.0.1). With the
+    serving window, `requests` go first (compilation, caches), then vLLM's POST /start_profile opens
+    ncu's window (`--profile-from-start off`), and requests go on until the report is whole."""
 
     requests: int
-    port: int
+    port: int | None  # None: the port the server's log says it listens on
     path: str = "/v1/completions"
     body: str = '{"prompt": "hello", "max_tokens": 16}'
+    serving_window: bool = False
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
+    def url(self, port: int, path: str | None = None) -> str:
+        return f"http://127.0.0.1:{port}{path or self.path}"
+
+
+# vLLM (uvicorn) says where it serves: "Uvicorn running on http://0.0.0.0:8000"
+SERVING_PORT = re.compile(r"Uvicorn running on https?://[^\s:]+:(\d+)")
 
 
 class PodTransport:
@@ -75,6 +82,7 @@ class PodTransport:
         self.facts: GpuFacts | None = None
         self.values: dict[str, Any] | None = None  # the last sister's values (for the bundle, redacted)
         self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
+        self.window_opened_s: float | None = None  # when POST /start_profile opened the serving window
         # the literal secrets the pod is given (template env, annotations, serving command): masked in its logs
         self.secrets = (*redact.kube_secret_values(ins.template), *redact.secret_values(self.serving))
         self.unit = 0
@@ -189,25 +197,46 @@ class PodTransport:
         name = self.facts.name if self.facts else None
         progress(f"{self.pod} Ready after {time.monotonic() - t0:.0f} s (GPU {name or 'unknown'})")
 
-    def _post(self, t0: float, report_bytes: int) -> bool:
-        """One warm-up request from inside the pod: curl, else wget (busybox), else python3. The
-        reply is kept (with its time and the report's size then) for the bundle's warmup.json."""
+    def _post(self, t0: float, report_bytes: int, port: int, path: str | None = None, body: str | None = None) -> bool:
+        """One request from inside the pod: curl, else wget (busybox), else python3. The reply is
+        kept (with its time and the report's size then) for the bundle's warmup.json."""
         assert self.warmup
         w = self.warmup
+        url, data = w.url(port, path), w.body if body is None else body
         start = time.monotonic()
         for argv in (["curl", "-sf", "-m", "120", "-X", "POST", "-H", "Content-Type: application/json",
-                      "-d", w.body, w.url],
-                     ["wget", "-q", "-O", "-", "--header=Content-Type: application/json", f"--post-data={w.body}",
-                      w.url],
-                     ["python3", "-c", POST_PY, w.url, w.body]):
+                      "-d", data, url],
+                     ["wget", "-q", "-O", "-", "--header=Content-Type: application/json", f"--post-data={data}", url],
+                     ["python3", "-c", POST_PY, url, data]):
             reply = self.kube.k(*self._exec(self.tools), *argv, check=False, defer=True, timeout=180)
             code = self.kube.steps[-1].exit_code
             if code not in (126, 127):  # 126/127: no such program here
-                self.replies.append({"unit": self.unit, "t_s": round(start - t0, 2),
+                self.replies.append({"unit": self.unit, "path": path or w.path, "t_s": round(start - t0, 2),
                                      "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
                                      "exit_code": code, "reply": redact.text((reply or "")[-2000:], self.secrets)})
                 return code == 0
         return False
+
+    def _traffic(self, t0: float, size: int, sent: int, log: str) -> int:
+        """The next step of the traffic the sister gets once Ready: warm-up requests, then (serving
+        window) POST /start_profile once and requests until the report is whole. The requests sent."""
+        w = self.warmup
+        assert w is not None
+        found = SERVING_PORT.findall(log)
+        port = w.port or (int(found[-1]) if found else None)
+        if port is None:  # the server has not said where it listens yet
+            return sent
+        if sent < w.requests or (w.serving_window and self.window_opened_s is not None):
+            if self._post(t0, size, port):
+                return sent + 1
+            time.sleep(1.0)  # the server may still be loading its model behind a Ready pod
+            return sent
+        if w.serving_window and self.window_opened_s is None:
+            if self._post(t0, size, port, "/start_profile", "{}"):
+                self.window_opened_s = round(time.monotonic() - t0, 2)
+                self.say(f"{self.pod}: serving window opened (POST /start_profile) after {sent} warm-up request(s), "
+                         f"{self.window_opened_s:.0f} s after the sister started")
+        return sent
 
     def _start_attach(self, argv: list[str]) -> None:
         cmd = self.kube.kubectl_argv(*self._exec(self.tools), "sh", "-c", RECORD_PID_AND_EXEC, PIDFILE, *argv)
@@ -255,11 +284,8 @@ class PodTransport:
                 ready = True
                 self._ready(progress, t0)
             size = self._size(remote) if st.running else 0
-            if ready and self.warmup and sent < self.warmup.requests:
-                if self._post(t0, size):
-                    sent += 1
-                else:  # the server may still be loading its model behind a Ready pod
-                    time.sleep(1.0)
+            if ready and self.warmup:
+                sent = self._traffic(t0, size, sent, log if self.strategy == "wrap" else self._serving_log())
             if size > 0 and size == last:
                 self.kube.k(*self._cp(remote, local), check=False)
                 if complete_report(local):
@@ -271,6 +297,11 @@ class PodTransport:
                          f"{f'{size:,} bytes' if size else 'not yet written'} ({time.monotonic() - t0:.0f} s)")
             time.sleep(POLL_S)
         return False, self._ncu_lines(self._log()) + "\n(kernelscope: no complete report within the timeout)"
+
+    def _serving_log(self) -> str:
+        """The server container's own log (attach: the launched server's), for the port it serves on."""
+        return self.kube.k("logs", ref("pod", self.pod), f"--container={self.ins.container}", "--tail=500",
+                           check=False, defer=True) or ""
 
     def _exec(self, container: str) -> list[str]:
         """`kubectl exec` in this unit's pod, up to the `--` its command follows."""

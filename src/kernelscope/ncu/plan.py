@@ -80,6 +80,7 @@ class CapturePlan:
     # Filters match the demangled name: a CUTLASS-wrapped kernel's function name is `device_kernel`
     # whatever it wraps (vLLM's FlashAttention-3), so only the demangled name tells FA3 from others.
     name_base: NameBase = "demangled"
+    window: str = "start"  # start: launches counted from the process's start; serving: only serving traffic
     one_session: bool = False  # all kernels in one filter (one wrapped pod: one ncu, one model load)
     notes: tuple[str, ...] = field(default=())
 
