@@ -101,10 +101,11 @@ def test_env_wrapper_is_rewritten_onto_ncu(fx: Path) -> None:
 def test_shell_wrapper_and_profile_from_start_flagged() -> None:
     _, findings = prepare(CapturePlan(kernels=("k",), target=("bash", "run.sh"),
                                       target_processes="application-only"), False, False)
-    assert [f.code for f in findings] == ["shell-wrapper"]
-    fixed, findings = prepare(CapturePlan(kernels=("k",), target=("vllm", "serve", "m"), profile_from_start=False),
-                              False, False)
-    assert fixed.profile_from_start and findings[0].code == "profile-from-start"
+    assert [f.code for f in findings] == ["shell-wrapper", "kernel-base"]
+    kept, findings = prepare(CapturePlan(kernels=("k",), target=("vllm", "serve", "m"), profile_from_start=False),
+                             False, False)
+    assert not kept.profile_from_start and [(f.code, f.level) for f in findings][-1] == ("profile-from-start",
+                                                                                          "warning")
 
 
 def test_attach_of_several_kernels_is_one_session_each() -> None:

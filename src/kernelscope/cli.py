@@ -335,8 +335,12 @@ def _print_capture(result: CaptureResult) -> int:
 
 def cmd_capture(a: argparse.Namespace) -> int:
     from . import app
+    from .ncu.plan import one_session
 
-    return _print_capture(app.capture(_capture_request(a, _plan(a, a.target)), say))
+    plan = _plan(a, a.target)
+    if a.one_run:
+        plan = one_session(plan, "--one-run")
+    return _print_capture(app.capture(_capture_request(a, plan), say))
 
 
 def cmd_op(a: argparse.Namespace) -> int:
@@ -586,6 +590,10 @@ def parser() -> argparse.ArgumentParser:
     c = _sub(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture)
     _window(c)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")
+    c.add_argument("--one-run", action="store_true",
+                   help="several --kernel in one run of the program (one filter, --launch-count for each): for a "
+                        "program that is slow to start, such as vLLM; a kernel whose launches went to the others is "
+                        "reported as not captured")
     c.add_argument("--allow-unscoped", action="store_true", help="capture every kernel (slow: each is replayed)")
     c.add_argument("--force", action="store_true", help="allow a --launch-count above the local limit")
     c.add_argument("--clock-control", default="none", choices=("none", "base"),

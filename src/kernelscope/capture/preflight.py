@@ -2,8 +2,8 @@
 
 Measured traps (H200, ncu 2025.3.1): `ncu ... -- env FOO=1 python3 x.py` with
 `--target-processes application-only` profiles `env`, not python ("No kernels were profiled");
-a shell wrapper has the same problem; `--profile-from-start off` with vLLM's custom-op imports
-misses the kernels it was meant to catch, where `--launch-skip` does not.
+a shell wrapper has the same problem; `--profile-from-start off` with vLLM captures nothing unless
+vLLM's CUDA profiler calls cudaProfilerStart (its /start_profile endpoint, or LLM.start_profile).
 """
 
 from __future__ import annotations
@@ -73,9 +73,9 @@ def lint(plan: CapturePlan) -> tuple[CapturePlan, list[Finding]]:
         findings.append(Finding("kernel-base", "note", f"--kernel filters match ncu's {plan.name_base} kernel names "
                                 f"(--kernel-name-base {plan.name_base}; --kernel-base to change)"))
     if not plan.profile_from_start and any("vllm" in a for a in plan.target) and not vllm_cuda_profiler(plan.target):
-        plan = replace(plan, profile_from_start=True)
-        findings.append(Finding("profile-from-start", "fixed",
-                                "--profile-from-start off dropped: vLLM's custom-op imports and CUDA-graph capture "
-                                "happen outside any cudaProfilerStart range and the capture misses its kernels; "
-                                "skip warm-up launches with --launch-skip N instead"))
+        findings.append(Finding("profile-from-start", "warning",
+                                "--profile-from-start off profiles only between cudaProfilerStart and Stop: vLLM "
+                                "calls them only with its CUDA profiler on (--profiler-config '{\"profiler\": "
+                                "\"cuda\"}', then POST /start_profile, or LLM(profiler_config=...).start_profile()); "
+                                "without that nothing is captured: use --launch-skip N instead"))
     return plan, findings

@@ -1,0 +1,235 @@
+"""kernelscope against real vLLM 0.26 on the H200 (../shared/vllm), one stage a call of the device
+tool (each must end inside 10 minutes; the machine stays warm between back-to-back calls). Each
+stage prints one JSON document and writes it, with the bundles' reports, under OUTDIR.
+
+    python3 bench/vllm_e2e.py offline OUTDIR   # kernels listing; capture of FA3, its combine, nvjet GEMMs,
+                                               # inductor Triton and the KV-cache write, in vLLM's own
+                                               # serving window (llm.start_profile), one run
+    python3 bench/vllm_e2e.py serve OUTDIR     # launch + capture --attach against the OpenAI server, started
+                                               # together; the server serves afterwards
+    python3 bench/vllm_e2e.py k8s OUTDIR       # k8s capture of the server as a Deployment (GPU-host mode):
+                                               # serving window, time to bundle, cost per request, nothing left
+
+Needs: the wheel set installed on PYTHONPATH, the model at $TINY (default /tmp/tiny: make/vllm/make_tiny.py),
+ncu on PATH; `k8s` also the cluster up in GPU-host mode (KUBECONFIG set).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import zlib
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+KS = [PY, "-m", "kernelscope.cli"]
+TINY = os.environ.get("TINY", "/tmp/tiny")
+NCU = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+SERVER = [PY, "-m", "vllm.entrypoints.openai.api_server", "--model", TINY, "--served-model-name", "tiny",
+          "--max-model-len", "1024", "--gpu-memory-utilization", "0.25", "--max-num-seqs", "8"]
+BODY = json.dumps({"model": "tiny", "prompt": "hello world the quick brown fox", "max_tokens": 32,
+                   "ignore_eos": True}).encode()
+T0 = time.monotonic()
+
+
+def ks(*args: str, timeout: float = 560) -> dict[str, Any]:
+    t = time.monotonic()
+    res = subprocess.run([*KS, *args], capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "COLUMNS": "220"})
+    return {"argv": ["kernelscope", *args], "exit": res.returncode, "s": round(time.monotonic() - t, 1),
+            "stdout": res.stdout[-6000:], "stderr": res.stderr[-4000:]}
+
+
+def post(port: int, path: str = "/v1/completions", body: bytes = BODY, timeout: float = 120) -> tuple[int, float]:
+    t = time.monotonic()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        r.read()
+        return r.status, round(time.monotonic() - t, 3)
+
+
+def serving(port: int, timeout: float) -> float | None:
+    """Seconds until the server answers /v1/models, or None."""
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+                return round(time.monotonic() - t, 1)
+        except OSError:
+            time.sleep(1)
+    return None
+
+
+def keep(bundle: Path, out: Path, name: str) -> list[str]:
+    """The bundle's reports, xz-compressed into OUT (the device tool brings back 8 files at most)."""
+    kept = []
+    for rep in sorted((bundle / "ncu-profiles").glob("*.ncu-rep")) if bundle.exists() else []:
+        dst = out / f"{name}-{rep.stem.split('-', 1)[-1][:30]}.ncu-rep.xz"
+        subprocess.run(["xz", "-9", "-T4", "-c", str(rep)], stdout=dst.open("wb"), check=True)
+        kept.append(dst.name)
+    if bundle.exists():
+        shutil.copy(bundle / "manifest.json", out / f"{name}-manifest.json")
+    return kept
+
+
+def analysis(bundle: Path) -> dict[str, Any]:
+    res = ks("analyze", str(bundle), "--format", "json")
+    if res["exit"] != 0:
+        return res
+    doc = json.loads(res["stdout"]) if res["stdout"].strip().startswith("{") else {}
+    table = ks("analyze", str(bundle))
+    return {"table": table["stdout"], "kernels": [
+        {k: v for k, v in kern.items() if k in ("name", "name_full", "bound", "provisional", "pct_sol", "ceiling_key",
+                                               "duration_ns", "tensor_path", "verdict", "grid", "block")}
+        | {"provenance": kern["provenance"]["family"], "levers": [lv["rule"] for lv in kern["next_levers"]][:4]}
+        for kern in doc.get("kernels", [])]}
+
+
+def offline(out: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    prog = [PY, str(REPO / "bench/vllm_offline.py"), TINY]
+    result["kernels"] = ks("kernels", "--launch-count", "6000", "--format", "json", "--", *prog, "2")
+    (out / "kernels.json").write_text(result["kernels"]["stdout"])
+    result["kernels"]["stdout"] = result["kernels"]["stdout"][:1500]
+    bundle = Path("/tmp/b_offline")
+    shutil.rmtree(bundle, ignore_errors=True)
+    result["capture"] = ks("capture", "--one-run", "--kernel", "regex:FlashAttnFwdSm90", "--kernel",
+                           "regex:FlashAttnFwdCombine", "--kernel", "regex:nvjet", "--kernel", r"regex:^triton_",
+                           "--kernel", "regex:reshape_and_cache", "--profile-from-start", "off", "--launch-skip", "40",
+                           "--launch-count", "2", "--context", "model=tiny Llama (Llama-3-8B layer shapes, 4 layers)",
+                           "--out", str(bundle), "--", *prog, "2", "--window")
+    result["analysis"] = analysis(bundle)
+    result["kept"] = keep(bundle, out, "offline")
+    return result
+
+
+def serve(out: Path) -> dict[str, Any]:
+    """`kernelscope launch` and `kernelscope capture --attach` started together, as the README shows;
+    the server's CUDA profiler on, so the capture's window is serving traffic (POST /start_profile)."""
+    result: dict[str, Any] = {}
+    port = 8123
+    log = (out / "server.log").open("w")
+    server = subprocess.Popen([*KS, "launch", "--hold-timeout", "300", "--", *SERVER, "--port", str(port),
+                               "--profiler-config", '{"profiler": "cuda"}'], stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    bundle = Path("/tmp/b_attach")
+    shutil.rmtree(bundle, ignore_errors=True)
+    capture = subprocess.Popen([*KS, "capture", "--attach", "127.0.0.1:49152", "--one-run", "--kernel",
+                                "regex:FlashAttnFwdSm90", "--kernel", "regex:nvjet", "--launch-count", "1",
+                                "--profile-from-start", "off", "--timeout", "400", "--out", str(bundle),
+                                "--context", "model=tiny Llama (Llama-3-8B layer shapes)"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result["serving_after_s"] = serving(port, 300)
+    replies: list[Any] = []
+    if result["serving_after_s"] is not None:
+        replies.append(("start_profile", *post(port, "/start_profile", b"{}")))
+        while capture.poll() is None and time.monotonic() - T0 < 500:
+            replies.append(("completion", *post(port)))
+        if capture.poll() is None:
+            capture.kill()
+        replies.append(("stop_profile", *post(port, "/stop_profile", b"{}")))
+        replies += [("after", *post(port)) for _ in range(5)]
+    cap_out = capture.communicate()[0] if capture.stdout else ""
+    result["capture"] = {"exit": capture.returncode, "output": cap_out[-4000:]}
+    result["replies"] = replies
+    result["served_after_capture"] = all(r[1] == 200 for r in replies if r[0] == "after") and \
+        any(r[0] == "after" for r in replies)
+    server.terminate()
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
+    result["launch_said"] = [x for x in (out / "server.log").read_text().splitlines() if "kernelscope:" in x][-8:]
+    result["analysis"] = analysis(bundle)
+    result["kept"] = keep(bundle, out, "attach")
+    return result
+
+
+NS = "serving"
+
+
+def kubectl(*args: str, check: bool = True, stdin: str | None = None) -> str:
+    return subprocess.run(["kubectl", *args], capture_output=True, text=True, check=check, input=stdin).stdout
+
+
+def pod_port(pod: str) -> int:
+    return 8100 + zlib.crc32(pod.encode()) % 500
+
+
+def deployment() -> dict[str, Any]:
+    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+           {"name": "PYTHONPATH", "value": os.environ.get("PYTHONPATH", "")},
+           {"name": "HOME", "value": "/dev/shm"}, {"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "0"},
+           {"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+           {"name": "PYTHONUNBUFFERED", "value": "1"},
+           {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
+    server = {"name": "vllm", "image": "vllm/vllm-openai:v0.26.0",
+              "command": [PY, str(REPO / "tests/fixtures/make/vllm/vllm_serve_pod.py")], "args": SERVER[3:],
+              "env": env, "resources": {"limits": {"nvidia.com/gpu": "1"}},
+              "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}
+    agent = {"name": "metrics-agent", "image": "busybox", "command": ["sleep", "3600"]}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llama", "namespace": NS},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llama"}},
+                     "template": {"metadata": {"labels": {"app": "llama"}},
+                                  "spec": {"containers": [agent, server],
+                                           "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}}}}
+
+
+def k8s(out: Path) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    kubectl("create", "namespace", NS, check=False)
+    kubectl("-n", NS, "create", "secret", "generic", "hf", "--from-literal=token=hf_e2e_secret_value", check=False)
+    kubectl("apply", "-f", "-", stdin=json.dumps(deployment()))
+    kubectl("-n", NS, "rollout", "status", "deploy/llama", "--timeout=120s")
+    pod = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=llama", "-o", "json"))["items"][0]
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    result["production_serving_after_s"] = serving(pod_port(name), 240)
+    result["production_per_request_s"] = [post(pod_port(name))[1] for _ in range(8)][2:]
+    release = "ks-vllm"
+    bundle = Path("/tmp/b_k8s")
+    shutil.rmtree(bundle, ignore_errors=True)
+    result["capture"] = ks("k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:FlashAttnFwdSm90",
+                           "--kernel", "regex:nvjet", "--launch-count", "1", "--warmup-requests", "3",
+                           "--warmup-port", str(pod_port(release)), "--warmup-body", BODY.decode(),
+                           "--ncu-in-image", NCU, "--tools-image", "host", "--release", release, "--timeout", "420",
+                           "--out", str(bundle), timeout=480)
+    if bundle.exists():
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        result["window"] = manifest["scoping"].get("window")
+        result["context"] = manifest.get("context")
+        replies = json.loads((bundle / "warmup.json").read_text()) if (bundle / "warmup.json").exists() else []
+        result["sister_requests"] = [(r["path"], r["t_s"], r["seconds"], r["exit_code"]) for r in replies]
+    result["analysis"] = analysis(bundle)
+    result["kept"] = keep(bundle, out, "k8s")
+    after = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=llama", "-o", "json"))["items"][0]
+    result["production_untouched"] = (after["metadata"]["uid"] == uid and
+                                      all(c.get("restartCount", 0) == 0 for c in after["status"]["containerStatuses"]))
+    result["left_behind"] = {"pods": kubectl("-n", NS, "get", "pods", "-l", "kernelscope.dev/owner=kernelscope",
+                                             "-o", "name").split(),
+                             "releases": subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True,
+                                                        text=True).stdout.split()}
+    kubectl("-n", NS, "delete", "deploy", "llama", "--wait=true", check=False)
+    return result
+
+
+def main() -> None:
+    stage, out = sys.argv[1], Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"offline": offline, "serve": serve, "k8s": k8s}[stage](out)
+    result["stage_s"] = round(time.monotonic() - T0, 1)
+    text = json.dumps(result, indent=1, default=str)
+    (out / f"{stage}.json").write_text(text)
+    print(text[-9000:])
+
+
+if __name__ == "__main__":
+    main()
