@@ -182,3 +182,18 @@ def test_no_figure_is_unmeasured_while_its_counters_are_in_the_report(fx: Path, 
                 assert not answers, (path.name, rec.name, fig.name, answers[0].label)
                 checked += 1
     assert checked > 500
+
+
+def test_speed_of_light_csv_pages_are_provisional_on_the_same_side(fx: Path) -> None:
+    """ncu's own exports of the basic capture (`ncu --import basic-torch.ncu-rep --csv --page details`
+    and `--page raw`): the details page holds only the SpeedOfLight section's figures, SM and DRAM
+    throughput among them; both give the .ncu-rep's provisional sides."""
+    items, _ = kernelscope.analyze([str(fx / "sets-basic-details.csv"), str(fx / "sets-basic-raw.csv")],
+                                   hw="h200-sxm")
+    sides = {(a.record.name, a.record.source.rsplit("-", 1)[-1]): (a.bound, a.provisional) for a in items}
+    for page in ("details.csv", "raw.csv"):
+        for kernel, (bound, _kind, _) in EXPECTED.items():
+            if (kernel, page) in sides:
+                assert sides[kernel, page] == (bound, True), (kernel, page)
+    details = [a for a in items if a.record.source.endswith("details.csv")]
+    assert len(details) == 9 and all(a.record.sm_clock_hz for a in details)  # SpeedOfLight's SM Frequency

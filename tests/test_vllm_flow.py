@@ -145,3 +145,49 @@ def test_a_kernel_already_in_vllms_graph_is_never_told_to_use_one(fx: Path) -> N
     assert "vllm-cuda-graphs" in eager and "cuda-graph" not in eager
     plain = {lv.rule for lv in _assess(fx, "tiny.ncu-rep.gz", ["python3", "x.py"]).next_levers}  # type: ignore[attr-defined]
     assert "cuda-graph" in plain
+
+
+@pytest.fixture(scope="module")
+def vllm_bundle(fx: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real capture of vLLM 0.26 (tests/fixtures/README.md, "vLLM"), as the bundle it came in:
+    its manifest and its report (stored gzipped, unpacked to the name and sha256 the manifest records)."""
+    import gzip
+    import json
+    import shutil
+
+    bundle = tmp_path_factory.mktemp("vllm") / "bundle"
+    manifest = json.loads((fx / "vllm_offline-manifest.json").read_text())
+    report = bundle / manifest["captures"][0]["report"]
+    report.parent.mkdir(parents=True)
+    with gzip.open(fx / "vllm_offline.ncu-rep.gz") as src, report.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    return bundle
+
+
+def test_real_vllm_kernels_by_name_owner_and_window(vllm_bundle: Path) -> None:
+    """vLLM offline, compiled, one generation round between LLM.start_profile and stop_profile (its CUDA
+    profiler, ncu --profile-from-start off), five filters in one run on demangled names."""
+    import json
+
+    import kernelscope
+
+    items, _ = kernelscope.analyze(str(vllm_bundle))
+    by = {a.record.name: a for a in items}
+    assert {"FlashAttnFwdSm90", "FlashAttnFwdCombine", "reshape_and_cache_flash_kernel",
+            "triton_red_fused_fused_add_rms_norm_0"} <= set(by)
+    assert by["FlashAttnFwdSm90"].record.name_full.startswith("void cutlass::device_kernel<flash::enable_sm90")
+    assert by["FlashAttnFwdSm90"].provenance.family == "FlashAttention-3 (vLLM)"
+    assert by["FlashAttnFwdCombine"].provenance.family == "FlashAttention-3 (vLLM)"
+    assert by["reshape_and_cache_flash_kernel"].provenance.family == "vLLM"
+    assert by["triton_red_fused_fused_add_rms_norm_0"].provenance.family == "Triton (torch.compile)"
+    gemms = [a for n, a in by.items() if n.startswith("nvjet_")]
+    assert gemms and all(a.provenance.family == "cuBLAS" for a in gemms)
+    assert all(a.record.l2_sectors_pct is not None for a in items)  # our list now holds L2's data paths
+    manifest = json.loads((vllm_bundle / "manifest.json").read_text())
+    assert manifest["scoping"]["window"] == "profiler-range" and manifest["scoping"]["name_base"] == "demangled"
+    assert manifest["context"]["serving.engine"] == "vllm"
+    # launch-bound kernels inside vLLM's CUDA graphs (compiled, not eager) are never told to use a graph
+    assert all("cuda-graph" not in {lv.rule for lv in a.next_levers} for a in items)
+    top = max(gemms, key=lambda a: a.record.duration_ns or 0)
+    assert top.bound == "memory" and "--max-num-seqs" in " ".join(lv.action for lv in top.next_levers)

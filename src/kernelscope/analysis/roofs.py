@@ -101,6 +101,16 @@ def l2_roof(rec: KernelRecord) -> Limiter | None:
     return Limiter("l2", C.L2_SECTOR_PCTS[0], "L2 roof", rec.l2_sectors_pct, None, None, reading)
 
 
+def sm_busy_roof(rec: KernelRecord) -> Limiter | None:
+    """ncu's SM throughput (its busiest SM unit), for a provisional verdict from a page that holds no
+    pipe or issue figure (a SpeedOfLight details export): the compute side's only figure there."""
+    if rec.sm_busy_pct is None or rec.pipe_busy or rec.issue_active_pct is not None:
+        return None
+    return Limiter("pipe", C.SM_BUSY, "SM (ncu Compute Throughput: its busiest unit)", rec.sm_busy_pct, None, None,
+                   f"SM throughput {rec.sm_busy_pct:.0f} % of peak (ncu SpeedOfLight: its busiest SM unit; not a FLOP "
+                   "rate)")
+
+
 def dram_busy_roof(rec: KernelRecord) -> Limiter | None:
     """ncu's DRAM throughput, for a report with no DRAM byte counters (a provisional verdict)."""
     if rec.dram_throughput_pct is None:
@@ -152,7 +162,7 @@ def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement, provisional
     """Every roof the record has figures for, highest first. Provisional: the per-unit figures alone
     (pipes, the tensor pipe among them, issue slots, L2, ncu's DRAM throughput), none a FLOP rate."""
     if provisional:
-        found = [dram_busy_roof(rec), l2_roof(rec), *sm_roofs(rec)]
+        found = [dram_busy_roof(rec), l2_roof(rec), sm_busy_roof(rec), *sm_roofs(rec)]
     else:
         found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
     return sorted((c for c in found if c is not None), key=lambda c: -(c.pct or 0.0))

@@ -42,6 +42,7 @@ DETAILS_LABELS: dict[tuple[str, str], str] = {
     (SOL, "Memory Throughput"): C.MEM_BUSY,
     (SOL, "L2 Cache Throughput"): C.L2_PCT,
     (SOL, "DRAM Frequency"): C.DRAM_CLOCK,
+    (SOL, "SM Frequency"): C.GPC_CLOCK,  # ncu 2025.3.1's SpeedOfLight section: gpc__cycles_elapsed.avg.per_second
     (OCC, "Achieved Occupancy"): C.OCC_ACHIEVED,
     (OCC, "Theoretical Occupancy"): C.OCC_THEORETICAL,
     (OCC, "Achieved Active Warps Per SM"): C.WARPS_ACTIVE,
