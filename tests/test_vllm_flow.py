@@ -191,3 +191,29 @@ def test_real_vllm_kernels_by_name_owner_and_window(vllm_bundle: Path) -> None:
     assert all("cuda-graph" not in {lv.rule for lv in a.next_levers} for a in items)
     top = max(gemms, key=lambda a: a.record.duration_ns or 0)
     assert top.bound == "memory" and "--max-num-seqs" in " ".join(lv.action for lv in top.next_levers)
+
+
+FAKE_NCU = Path(__file__).parent / "local" / "fake-ncu.sh"
+
+
+def test_the_kernels_verb_lists_names_then_times(capsys: pytest.CaptureFixture[str]) -> None:
+    """By default nothing is profiled: the names ncu 2025.3.1 lists after an empty capture (its real
+    output, replayed by the stand-in ncu), each with its selector; --timed reads a real report."""
+    import json
+
+    from kernelscope.cli import main
+
+    prog = ["--", sys.executable, "-c", "pass"]
+    assert main(["kernels", "--ncu", str(FAKE_NCU), "--format", "json", *prog]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(k["name"], k["launches"], k["select"]) for k in doc["kernels"]] == [
+        ("cunn_SoftMaxForwardReg", None, "regex:cunn_SoftMaxForwardReg"),
+        ("distribution_elementwise_grid_stride_kernel", None, "regex:distribution_elementwise_grid_stride_kernel")]
+    assert doc["launch_cap"] is None
+    assert main(["kernels", "--ncu", str(FAKE_NCU), "--timed", "50", "--format", "json", *prog]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (k,) = doc["kernels"]
+    assert (k["name"], k["launches"], doc["profiled_launches"]) == ("nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT", 1, 1)
+    assert k["total_ns"] == pytest.approx(35_264, abs=1000)
+    assert main(["kernels", "--dry-run", *prog]) == 0
+    assert "--kernel-name kernelscope-list-only-matches-nothing" in capsys.readouterr().out

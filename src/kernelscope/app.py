@@ -435,22 +435,27 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
 class KernelsResult:
     rows: list[Listed]
     profiled: int
-    cap: int
+    cap: int | None  # the timed listing's launch cap; None: the untimed listing
     dry_run: list[str] | None = None
 
 
-def kernels(target: Sequence[str], ncu: str | None, launches: int, timeout: float, dry_run: bool = False,
+def kernels(target: Sequence[str], ncu: str | None, timed: int | None, timeout: float, dry_run: bool = False,
             progress: Progress = lambda _: None) -> KernelsResult:
-    """Every kernel the program runs (capture/inventory.py), or the ncu command that would list them."""
+    """Every kernel the program runs (capture/inventory.py): by name, or with `timed` its first launches
+    counted and timed; or the ncu command that would list them."""
     from .capture import inventory
 
     if not target:
         raise PlanError("give the program to list after --")
+    tool = ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu)
     if dry_run:
-        argv = inventory.inventory_argv(ncu or shutil.which("ncu") or "ncu", target, "<tmp>/kernels.ncu-rep", launches)
-        return KernelsResult([], 0, launches, dry_run=[shlex.join(redact.argv(argv))])
-    rows, profiled, _ = inventory.run(find_ncu(ncu), target, dict(os.environ), launches, timeout, progress)
-    return KernelsResult(rows, profiled, launches)
+        argv = inventory.names_argv(tool, target) if timed is None else \
+            inventory.inventory_argv(tool, target, "<tmp>/kernels.ncu-rep", timed)
+        return KernelsResult([], 0, timed, dry_run=[shlex.join(redact.argv(argv))])
+    if timed is None:
+        return KernelsResult(inventory.names(tool, target, dict(os.environ), timeout, progress), 0, None)
+    rows, profiled, _ = inventory.run(tool, target, dict(os.environ), timed, timeout, progress)
+    return KernelsResult(rows, profiled, timed)
 
 
 def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bool = False,

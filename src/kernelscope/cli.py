@@ -356,7 +356,7 @@ def cmd_kernels(a: argparse.Namespace) -> int:
     from . import app
     from .capture.inventory import kernels_table
 
-    result = app.kernels(a.target, a.ncu, a.launch_count, a.timeout, dry_run=a.dry_run, progress=say)
+    result = app.kernels(a.target, a.ncu, a.timed, a.timeout, dry_run=a.dry_run, progress=say)
     if result.dry_run is not None:
         emit("".join(line + "\n" for line in result.dry_run))
         return 0
@@ -615,8 +615,9 @@ def parser() -> argparse.ArgumentParser:
 
     ki = _sub(sub, "kernels", "list every kernel PROGRAM (after --) runs: launches, GPU time, the --kernel that "
               "selects each (one cheap ncu pass)", cmd_kernels)
-    ki.add_argument("--launch-count", type=T.positive, default=5_000,
-                    help="launches listed at most (default 5,000; each costs ncu one serialised result)")
+    ki.add_argument("--timed", type=T.positive, metavar="N",
+                    help="profile the first N launches with their duration, for launch counts and GPU time (each "
+                         "costs ncu a serialised result: keep N small); default: names only, nothing profiled")
     ki.add_argument("--timeout", type=T.seconds, default=1800.0, help="seconds the program may run (default 1800)")
     ki.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     ki.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")

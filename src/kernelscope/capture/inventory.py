@@ -1,8 +1,14 @@
-"""`kernelscope kernels -- PROGRAM`: one cheap pass that lists every kernel a program runs, so a
-user picks --kernel filters from what really runs rather than from guesses. ncu profiles every
-launch with one metric, gpu__time_duration.sum (one pass: no replay, no memory saved and restored),
-up to a launch cap; the report is read back and grouped by full name: launches, total GPU time,
-the name kernelscope shows, and the `regex:` that selects the kernel (ncu's demangled names).
+"""`kernelscope kernels -- PROGRAM`: the kernels a program runs, so a user picks --kernel filters from
+what really runs rather than from guesses.
+
+- By default one run under ncu with a filter that matches nothing: ncu profiles nothing (its only
+  cost is intercepting the launches) and lists every kernel that ran by its function name.
+- `--timed N`: ncu profiles the first N launches with one metric, gpu__time_duration.sum (one pass:
+  no replay), and the report is grouped by full name: launches and total GPU time. Each profiled
+  launch costs ncu a serialised result: on vLLM offline (compiled, start-up included) a 6,000-launch
+  cap ran past 560 s on the H200, so keep N to the steps that matter.
+
+Each kernel comes with the `regex:` that selects it alone among those listed (ncu's demangled names).
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from pathlib import Path
 from ..errors import KernelscopeError
 from ..ingest import read_file
 from ..ingest.names import kernel_name
+from ..ncu.argv import LIST_ONLY_FILTER
 from ..report.table import NAME, Col, Table
+from .diagnose import available_kernels
 from .transport import LocalProcess, Progress
 
 LIST_METRIC = "gpu__time_duration.sum"
@@ -26,8 +34,8 @@ MAX_LISTED = 5_000  # launches profiled at most by default: each costs ncu a ser
 @dataclass(frozen=True)
 class Listed:
     name: str  # as kernelscope shows it
-    name_full: str  # ncu's demangled name
-    launches: int
+    name_full: str  # ncu's demangled name (the timed listing), or its function name as ncu lists it
+    launches: int | None  # None: not counted (the untimed listing)
     total_ns: float | None  # summed gpu__time_duration over the launches that have it
     select: str  # the --kernel value that selects this kernel (and what else it would match, see `shared`)
     shared: int  # how many listed kernels `select` matches (1: only this one)
@@ -76,9 +84,27 @@ def group(report: Path) -> list[Listed]:
     return sorted(rows, key=lambda r: -(r.total_ns or 0.0))
 
 
+def names_argv(ncu: str, target: Sequence[str]) -> list[str]:
+    """One run with a filter matching nothing: ncu lists the kernels that ran, profiles none."""
+    return [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", LIST_ONLY_FILTER, *target]
+
+
+def names(ncu: str, target: Sequence[str], env: Mapping[str, str], timeout: float,
+          progress: Progress) -> list[Listed]:
+    """The untimed listing: every kernel's name as ncu lists it, and its selector."""
+    progress(f"listing every kernel {target[0]} runs (ncu intercepts its launches, profiles none)")
+    code, output = LocalProcess().run(names_argv(ncu, target), timeout, env)
+    found = list(dict.fromkeys(available_kernels(output)))
+    if not found:
+        tail = " | ".join(output.strip().splitlines()[-4:])
+        raise KernelscopeError(f"ncu listed no kernel of {target[0]} (exit {code}): {tail}")
+    chosen = selectors(found)
+    return [Listed(kernel_name(n), n, None, None, *chosen[n]) for n in found]
+
+
 def run(ncu: str, target: Sequence[str], env: Mapping[str, str], launches: int, timeout: float,
         progress: Progress) -> tuple[list[Listed], int, str]:
-    """Run the program once under the listing pass: (kernels, launches profiled, ncu's last words)."""
+    """Run the program once under the timed pass: (kernels, launches profiled, ncu's last words)."""
     with tempfile.TemporaryDirectory(prefix="kernelscope-kernels-") as tmp:
         report = Path(tmp) / "kernels.ncu-rep"
         argv = inventory_argv(ncu, target, str(report), launches)
@@ -88,11 +114,11 @@ def run(ncu: str, target: Sequence[str], env: Mapping[str, str], launches: int, 
             tail = " | ".join(outcome.output.strip().splitlines()[-4:])
             raise KernelscopeError(f"ncu listed no kernel of {target[0]} (exit {outcome.exit_code}): {tail}")
         rows = group(report)
-    return rows, sum(r.launches for r in rows), outcome.output
+    return rows, sum(r.launches or 0 for r in rows), outcome.output
 
 
-def kernels_table(rows: Sequence[Listed], profiled: int, cap: int, program: str) -> Table:
-    """Every kernel a program ran, most GPU time first, with the --kernel value that selects it."""
+def kernels_table(rows: Sequence[Listed], profiled: int, cap: int | None, program: str) -> Table:
+    """Every kernel a program ran (timed: most GPU time first), with the --kernel value that selects it."""
     total = sum(r.total_ns or 0.0 for r in rows)
     cols = (Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
             Col("launches", "launches", right=True), Col("total_us", "total µs", lambda v: f"{v:,.1f}", right=True),
@@ -101,8 +127,12 @@ def kernels_table(rows: Sequence[Listed], profiled: int, cap: int, program: str)
     out = [[i, r.name, r.launches, None if r.total_ns is None else r.total_ns / 1e3,
             None if r.total_ns is None or not total else 100 * r.total_ns / total, r.select]
            for i, r in enumerate(rows, 1)]
-    notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from gpu__time_duration.sum "
-             "(one pass a launch, under ncu: a listing, not a benchmark)"]
-    if profiled >= cap:
+    if cap is None:
+        notes = [f"{len(rows)} kernel(s) of {program}, by the names ncu lists (launches and time not counted: "
+                 "--timed N profiles the first N launches with their duration)"]
+    else:
+        notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from "
+                 "gpu__time_duration.sum (one pass a launch, under ncu: a listing, not a benchmark)"]
+    if cap is not None and profiled >= cap:
         notes.append(f"the first {cap:,} launches only (--launch-count to list more): later kernels may be missing")
     return Table(cols, out, "kernels the program ran", tuple(notes))
