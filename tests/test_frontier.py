@@ -20,14 +20,16 @@ def test_frontier_ranks_kernels_by_total_time(fx: Path) -> None:
     elementwise = [g for g in groups if g.name == "vectorized_elementwise_kernel"]
     assert sorted(len(g.launches) for g in elementwise) == [99, 100, 100] and all(g.consistent for g in elementwise)
     clamp = next(g for g in elementwise if "launch_clamp_scalar" in g.name_full)
-    assert clamp.representative.limiter.kind == "grid"  # 0.48 waves, where all its time goes
+    # 0.48 waves, but 5.2 us is within 1.25x of an H200's launch-and-ramp floor for its 4.2 MB
+    assert clamp.representative.limiter.kind == "launch"
+    rules = [lv.rule for lv in clamp.representative.next_levers]
+    assert rules[0] == "cuda-graph" and {"fuse-launch", "more-work-a-launch"} <= set(rules)
+    assert not {"fill-the-grid", "more-ctas", "recapture-stalls"} & set(rules)  # its 1,024 CTAs cover the SMs
     rows = frontier(items)
     top = rows[0]
     kernel = next(g for g in elementwise if g.name_full == top.kernel_full)
-    assert top.kernel in ("vectorized_elementwise_kernel<…at::native::CUDAFunctorOnSelf_add<float>…>",  # names
-                          "vectorized_elementwise_kernel<…at::native::AUnaryFunctor<float, float, float, "  # collide:
-                          "at::native::binary_internal::MulFunctor<float>>…>")  # what differs is shown
-    assert top.launches == len(kernel.launches) == 100 and top.share_basis.startswith("ncu: 100 launches")
+    assert top.kernel.startswith("vectorized_elementwise_kernel<…at::native::<unnamed>::launch_clamp_scalar(")
+    assert top.launches == len(kernel.launches) == 99 and top.share_basis.startswith("ncu: 99 launches")
     assert top.time_share_pct == pytest.approx(100 * kernel.total_ns / sum(a.record.duration_ns for a in items))
     rand = next(g for g in groups if g.name == "distribution_elementwise_grid_stride_kernel")
     joined = frontier(items, {(rand.source, rand.name_full): 3.0}, "nsys totals")

@@ -183,6 +183,10 @@ BRANCH_DIVERGENT = _c("smsp__sass_branch_targets_threads_divergent.sum", "roofli
 BRANCH_UNIFORM_PCT = _c("smsp__sass_average_branch_targets_threads_uniform.pct", "full", "branch_divergence_pct")
 THREADS_PER_INST = _c("smsp__thread_inst_executed_per_inst_executed.ratio", "roofline", "simt_efficiency_pct")
 
+# -- register spills (--set full, detailed: SourceCounters) --------------------------------------
+SPILL_INST = _c("sass__inst_executed_register_spilling", "full", "register_spill_pct")
+INST_EXECUTED = _c("smsp__inst_executed.sum", "full", "register_spill_pct")
+
 # -- warp stalls ---------------------------------------------------------------------------------
 # "selected" is the issuing warp, not a stall: it is neither collected nor shown.
 STALL_REASONS: tuple[str, ...] = (
@@ -351,6 +355,7 @@ FIGURES: tuple[Figure, ...] = (
                lambda g, h, mv: "wgmma" if g > 0 else "mma.sync" if h - mv > 0 else None, "hopper", declines=True),
         Source("wgmma instructions in the SASS (any other Hopper tensor op is mma.sync)", (WGMMA_SASS_INST,),
                lambda n: "wgmma" if n > 0 else "mma.sync", "hopper"))),
+    Figure("register_spill_pct", (Source(f"{SPILL_INST} / {INST_EXECUTED}", (SPILL_INST, INST_EXECUTED), _pct),)),
     Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
                                   tuple(STALLS.values()), _stall_shares, declines=True),)),
 )

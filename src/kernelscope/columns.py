@@ -148,6 +148,8 @@ RECORD: tuple[Column, ...] = (
     _num("simt_efficiency_pct", "% of 32 threads", "active threads per executed instruction"),
     Column("warp_stalls", "map", "% of stalled warp-cycles", "stall reasons, sums to 100", _map("warp_stalls"),
            keys=_numbers(*C.STALLS)),
+    _num("register_spill_pct", "% of instructions", "instructions that spill or fill registers to local memory "
+         "(sass__inst_executed_register_spilling over smsp__inst_executed.sum; --set full, detailed)"),
     Column("code_file", "text", "", "the kernel's source file, from the report's line information (a .py file: a "
            "Triton kernel); null without line information", _r("code_file")),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",

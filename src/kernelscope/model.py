@@ -51,6 +51,7 @@ class RuleResult:
     title: str
     message: str
     kind: str  # ncu's message type: ok, optimization, warning, error
+    speedup_pct: float | None = None  # ncu's own estimate of the time it could save, % of the kernel's
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class KernelRecord:
     branch_divergence_pct: float | None
     simt_efficiency_pct: float | None
     warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
+    register_spill_pct: float | None  # instructions that spill or fill registers, % of all instructions executed
     ncu_rules: tuple[RuleResult, ...] = ()
     code_file: str | None = None  # the kernel's source file (a .py one: a Triton kernel), where the report has it
     unmeasured: tuple[str, ...] = ()
@@ -168,7 +170,7 @@ class Provenance:
     """Who owns the kernel's code, which decides the levers one can pull."""
 
     kind: ProvenanceKind
-    family: str  # cuBLAS, cuDNN, NCCL, FlashAttention, PyTorch ATen, Triton (torch.compile), your code...
+    family: str  # cuBLAS, cuDNN, NCCL, FlashAttention, PyTorch ATen, Triton (torch.compile), your Triton, your CUDA
     warp_specialised: bool  # producer/consumer warpgroups: their barrier waits are the design
     evidence: str
 

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 
 from ..model import Assessment
 from .groups import KernelSummary, Key, Tally, display_names
-
-BASE_SCORE = 0.25  # a lever on a kernel with no time share still ranks by gain / cost
+from .levers import saved_fraction
 
 
 @dataclass(frozen=True)
 class FrontierItem:
-    score: float  # gain x (0.25 + time share) / cost: a big kernel's lever first, a cheap one before a dear one
+    score: float  # expected gain x time share / cost: % of the whole run saved, per unit of cost
     kernel: str  # as shown: the short name, with template arguments where two kernels share it
     kernel_full: str  # the kernel's identity (groups.py)
     source: str  # the report it came from: two reports may hold kernels of one name
@@ -61,8 +60,9 @@ def ranked(groups: Sequence[KernelSummary], weights: Mapping[Key, float] | None 
                 "captured launches" if weights is None else basis if share is not None else f"absent from the {basis}")
         for lv in g.levers:
             rows.append(FrontierItem(
-                lv.gain * (BASE_SCORE + (share or 0.0)) / lv.cost, shown, g.name_full, g.source,
+                100 * saved_fraction(lv.gain, lv.unlock_x) * (share or 0.0) / lv.cost, shown, g.name_full, g.source,
                 None if share is None else 100 * share,
                 what, g.launches, g.total_ns, lv.rule, lv.family, lv.action, lv.expected, lv.confirm,
                 lv.gain, lv.cost, lv.unlock_x))
-    return sorted(rows, key=lambda r: -r.score)
+    # Ties (kernels absent from a joined profile score 0) fall back to gain / cost, then total time.
+    return sorted(rows, key=lambda r: (-r.score, -r.gain / r.cost, -(r.total_ns or 0.0)))

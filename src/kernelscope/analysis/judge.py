@@ -5,6 +5,7 @@ told apart as launch overhead, a grid under one wave, or stalls."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,8 @@ from .rules import (
     L2_REUSE_RATIO,
     LAUNCH_BOUND_NS,
     NEAR_ROOF_PCT,
+    RAMP_FLOOR_NS,
+    RAMP_SLACK,
 )
 
 
@@ -51,13 +54,34 @@ def unmeasured(rec: KernelRecord, why: str) -> Limiter:
     return Limiter("unmeasured", why, "unmeasured", None, None, None, f"unmeasured: {why}, no roofline verdict{busy}")
 
 
-def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None) -> Limiter:
-    """No roof at 60 %: launch overhead for a kernel of a few µs, a grid under one wave, or stalls."""
+def ramp_floor_ns(rec: KernelRecord, hw_key: str) -> float | None:
+    """The measured launch-and-ramp floor for a kernel moving this many DRAM bytes on this device
+    (rules.RAMP_FLOOR_NS, log-log between the measured points); the near-empty kernel's time under
+    the smallest point, None past the largest or without DRAM bytes."""
+    points, moved = RAMP_FLOOR_NS.get(hw_key), rec.dram_bytes
+    if not points or moved is None or moved > points[-1][0]:
+        return None
+    if moved <= points[0][0]:
+        return float(points[0][1])
+    for (b0, t0), (b1, t1) in zip(points, points[1:], strict=False):
+        if b0 <= moved <= b1:
+            return float(t0 * (t1 / t0) ** (math.log(moved / b0) / math.log(b1 / b0)))
+    return None
+
+
+def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None) -> Limiter:
+    """No roof at 60 %: launch overhead for a kernel of a few µs or at the launch-and-ramp floor of
+    its bytes, a grid under one wave, or stalls."""
     dur, waves = rec.duration_ns, rec.waves_per_sm
     if dur is not None and dur <= LAUNCH_BOUND_NS:
         return Limiter("launch", C.DURATION, "launch overhead", None, None, None,
                        f"{dur / 1e3:.2f} µs on the GPU, within 2x the {EMPTY_KERNEL_NS / 1e3:.2f} µs an empty kernel "
                        "takes (H200, docs/hopper-measurements.md §8): the launch, not the work, sets its cost")
+    if dur is not None and ramp_ns is not None and dur <= RAMP_SLACK * ramp_ns:
+        return Limiter("launch", C.DURATION, "launch and ramp", None, None, None,
+                       f"{dur / 1e3:.2f} µs for {(rec.dram_bytes or 0) / 1e6:.1f} MB: within {RAMP_SLACK:g}x the "
+                       f"{ramp_ns / 1e3:.2f} µs a streaming kernel moving as many bytes takes on this GPU (measured: "
+                       "launch, filling and draining the SMs set its cost, not its grid or its work)")
     if waves is not None and waves < GRID_WAVES:
         return Limiter("grid", C.WAVES, "grid under one wave", None, None, None,
                        f"{waves:.2f} waves: {100 * (1 - waves):.0f} % of the SMs' block slots get no block")
@@ -121,8 +145,7 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
         where = "at" if lim.pct >= AT_ROOF_PCT else "near"
         text = f"{bound}-bound {where} the {lim.name}: {how_close(lim)}"
     elif lim.kind == "launch":
-        text = (f"latency-bound: launch overhead ({(rec.duration_ns or 0) / 1e3:.2f} µs, within 2x an empty "
-                f"kernel's {EMPTY_KERNEL_NS / 1e3:.2f} µs{near})")
+        text = f"latency-bound: {lim.name} ({lim.reading.split(':')[0]}{near})"
     elif lim.kind == "grid":
         text = f"latency-bound: grid under one wave ({rec.waves_per_sm:.2f} waves{near})"
     else:
@@ -131,7 +154,8 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
 
 
 def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None,
-          unsettled: str | None = None, at_most: Mapping[str, float] | None = None) -> Judgement:
+          unsettled: str | None = None, at_most: Mapping[str, float] | None = None,
+          ramp_ns: float | None = None) -> Judgement:
     """`unsettled`: why the report cannot place the kernel on the roofline (roofs.unsettled); the
     verdict is then provisional, from the per-unit figures in `roofs`, and unmeasured when there is
     neither a unit's figure nor a launch figure to go on."""
@@ -140,7 +164,7 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     if top is not None and (top.pct or 0.0) >= NEAR_ROOF_PCT:
         lim, runner = top, (ranked[1] if len(ranked) > 1 else None)
     else:
-        lim, runner = latency(rec, top, top_stall), top
+        lim, runner = latency(rec, top, top_stall, ramp_ns), top
     bound = KIND_BOUND[lim.kind]
     if unsettled is not None:
         if not roofs and lim.kind == "latency":

@@ -6,10 +6,12 @@ Unlocks are upper bounds (the roof the lever aims at), never promises.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import Lever, ProvenanceKind
+from .judge import ramp_floor_ns
 from .rules import (
     AT_ROOF_PCT,
     DOMINANT_STALL_PCT,
@@ -21,6 +23,8 @@ ROOFLINE = "kernelscope capture --set roofline"
 STALLS = "kernelscope capture --set roofline --add stalls"
 NSYS = "nsys profile, then kernelscope join --nsys (the kernel's total time)"
 SIZED_FROM_PCT = 10.0  # a roof further off than this is not used to size an unlock
+GRAPH_WORTH_NS = 10_000.0  # past this, host launch gaps (3.3 µs each) are a small part of a launch-and-ramp kernel
+WORTH_X = 1.05  # a lever sized to gain less than this is not offered
 STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
 
 # Who can pull what: a library kernel is changed from outside it (another algorithm or shape,
@@ -62,6 +66,38 @@ def _us(f: Facts) -> str:
     return f"{(f.rec.duration_ns or 0) / 1e3:.1f} µs"
 
 
+def _ramp(f: Facts) -> bool:
+    """Within reach of the measured launch-and-ramp floor for its bytes (judge.latency)."""
+    return f.limiter.kind == "launch" and f.limiter.name == "launch and ramp"
+
+
+def _graph_worth(f: Facts) -> bool:
+    return f.limiter.kind == "launch" and (not _ramp(f) or f.lt(f.rec.duration_ns, GRAPH_WORTH_NS))
+
+
+def _graph_expected(f: Facts) -> str:
+    launch = "a host launch (3.3 µs back to back on an H200, docs/hopper-measurements.md §8)"
+    if _ramp(f):
+        return f"{_us(f)} on the GPU, about {launch}: in a graph the GPU no longer waits on the host between kernels"
+    return f"{_us(f)} on the GPU at about an empty kernel's time: {launch} sets its cost, and a graph pays it once"
+
+
+def _ramp_amortised(f: Facts) -> str:
+    """What 4x the bytes a launch costs against the measured floor, so the ramp is paid once."""
+    moved = f.rec.dram_bytes or 0.0
+    now, more = ramp_floor_ns(f.rec, f.hw_key), ramp_floor_ns(replace(f.rec, dram_bytes=4 * moved), f.hw_key)
+    if now is None or more is None:
+        return "the fill-and-drain of the SMs is paid once a launch, so more work a launch spreads it"
+    return (f"{moved / 1e6:.1f} MB a launch take {now / 1e3:.1f} µs on this GPU, {4 * moved / 1e6:.1f} MB "
+            f"{more / 1e3:.1f} µs (measured ramp, rules.RAMP_FLOOR_NS): 4x the work for {more / now:.1f}x the time")
+
+
+def _ramp_unlock(f: Facts) -> float | None:
+    """Work per second at 4x the bytes a launch, at the measured floor, against now."""
+    more = ramp_floor_ns(replace(f.rec, dram_bytes=4 * (f.rec.dram_bytes or 0.0)), f.hw_key)
+    return None if more is None or not f.rec.duration_ns else max(4 * f.rec.duration_ns / more, 1.0)
+
+
 def _up(f: Facts) -> str:
     """How a level-up lever opens on a kernel at its roof."""
     return f"at the {f.limiter.name} ({f.limiter.pct:.0f} %): one level up, " if f.at_roof else ""
@@ -69,30 +105,108 @@ def _up(f: Facts) -> str:
 
 def _headroom(f: Facts) -> float | None:
     """Up to the named roof (or, for latency, the nearest one); a provisional verdict's busy share is
-    no roof to size from."""
+    no roof to size from. At the launch-and-ramp floor, no algorithm beats the floor for its bytes."""
     if f.provisional:
         return None
+    if _ramp(f):
+        floor = ramp_floor_ns(f.rec, f.hw_key)
+        return None if floor is None or not f.rec.duration_ns else max(f.rec.duration_ns / floor, 1.0)
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
     return None if roof is None or roof.pct is None or roof.pct < SIZED_FROM_PCT else 100 / roof.pct
 
 
 def _stream_floor_ns(f: Facts) -> float | None:
-    """The kernel's DRAM bytes at the HBM roof, or an empty kernel's time if that is longer."""
+    """The kernel's DRAM bytes at the HBM roof, or the measured launch-and-ramp floor for as many
+    bytes (an empty kernel's time off its measured range) if that is longer."""
     r = f.rec
     if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
         return None
     roof_tbps = r.achieved_dram_tbps * 100 / f.hbm_pct
-    return max(r.dram_bytes / (roof_tbps * 1e3), EMPTY_KERNEL_NS)
+    return max(r.dram_bytes / (roof_tbps * 1e3), ramp_floor_ns(r, f.hw_key) or EMPTY_KERNEL_NS)
+
+
+def _stream_action(f: Facts) -> str:
+    """Who writes the faster streaming kernel depends on whose this one is."""
+    if f.attention_like:
+        return ("another attention kernel for this shape that streams the KV cache once (FlashInfer's decode "
+                "kernels, FlashAttention-3 with more KV splits; vLLM: VLLM_ATTENTION_BACKEND)")
+    if f.prov.family == "Triton (torch.compile)":
+        return ("let inductor tune it: torch.compile(mode='max-autotune') searches its block sizes and grid; "
+                "torch._inductor.config.coordinate_descent_tuning=True refines them")
+    return ("replace or fuse it: a kernel that streams its bytes once at the HBM roof (torch.compile's generated "
+            "Triton kernel, or the fused op it belongs to)")
+
+
+def _grid_unlock(f: Facts) -> float:
+    """Filling the idle block slots, but never past the launch-and-ramp floor for its bytes."""
+    x = 1 / (f.rec.waves_per_sm or 1)
+    floor = ramp_floor_ns(f.rec, f.hw_key)
+    return x if floor is None or not f.rec.duration_ns else max(min(x, f.rec.duration_ns / floor), 1.0)
+
+
+def _busy_bound(f: Facts) -> float | None:
+    """A replacement still executes the work this kernel's instructions do: when a pipe or the issue
+    slots bind, at most their headroom (a Philox generator stays a Philox generator)."""
+    if f.limiter.kind in ("pipe", "issue") and f.limiter.pct:
+        return 100 / f.limiter.pct
+    return None
 
 
 def _stream_unlock(f: Facts) -> float | None:
     floor = _stream_floor_ns(f)
-    return None if floor is None or not f.rec.duration_ns else f.rec.duration_ns / floor
+    if floor is None or not f.rec.duration_ns:
+        return None
+    bound = _busy_bound(f)
+    return f.rec.duration_ns / floor if bound is None else min(f.rec.duration_ns / floor, bound)
 
 
 def _stream_expected(f: Facts) -> str:
     floor, x = _stream_floor_ns(f), _stream_unlock(f)
-    return f"{_mb(f.rec.dram_bytes)} at the HBM roof take {(floor or 0) / 1e3:.1f} µs; it takes {_us(f)}: up to {x or 0:.1f}x"
+    ramp = ramp_floor_ns(f.rec, f.hw_key)
+    how = ("a streaming kernel moving as many takes that on this GPU (measured ramp, rules.RAMP_FLOOR_NS)"
+           if ramp is not None and floor == ramp else "at the HBM roof")
+    said = f"{_mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {_us(f)}"
+    bound = _busy_bound(f)
+    if bound is not None and x == bound:
+        said += f", but with {f.limiter.name} {f.limiter.pct:.0f} % busy with work a replacement still does"
+    return f"{said}: up to {x or 0:.1f}x"
+
+
+MEASURED_SAME_SHAPE = {  # measured speed-ups, same shape, same H200 (tests/fixtures): (x, what)
+    "attention": (802.0 / 426.3, "FlashAttention-2 (mma.sync) 802.0 µs vs cuDNN SDPA (wgmma) 426.3 µs, bf16 B4 H32 "
+                                 "S2048 D128 (attention_fa2, attention_cudnn)"),
+    "triton-gemm": (413.8 / 339.3, "a user Triton GEMM 413.8 µs vs cuBLAS 339.3 µs at 4096x8192x4096 bf16 "
+                                   "(sets.tar.xz: mm_kernel, nvjet; 79 % vs 93 % of the tensor roof)"),
+}
+
+
+def _wgmma_unlock(f: Facts) -> float:
+    return MEASURED_SAME_SHAPE["attention"][0] if f.attention_like else 1 / (f.path_ratio or 1)
+
+
+def _wgmma_expected(f: Facts) -> str:
+    roof = (f"mma.sync's roof is {100 * (f.path_ratio or 1):.0f} % of the wgmma peak on this chip (FlashAttention-3 "
+            f"authors): {1 / (f.path_ratio or 1):.1f}x roof to roof")
+    if f.attention_like:
+        x, what = MEASURED_SAME_SHAPE["attention"]
+        return f"{roof}; measured at one shape: {what}: {x:.2f}x"
+    return f"{roof}; measured on an H200, 628 TFLOP/s mma.sync vs 787 cuBLAS wgmma, 1.25x"
+
+
+RNG = re.compile(r"distribution_|philox|curand|randperm|normal_kernel|uniform_kernel|bernoulli", re.IGNORECASE)
+COPY = re.compile(r"copy|Copy|transpose|contiguous|CatArray|cat_|clone", re.IGNORECASE)
+FP32_DATA = re.compile(r"\bfloat\b")
+HALF_DATA = re.compile(r"BFloat16|Half|bfloat16|half|__nv_bfloat16|fp16")
+
+
+def _fp32_stream(f: Facts) -> bool:
+    """A memory-bound kernel over fp32 data (its template names float, no half type): bf16 halves it."""
+    return f.bound == "memory" and f.limiter.kind == "hbm" and _no_tensor_work(f) and \
+        bool(FP32_DATA.search(f.rec.name_full)) and not HALF_DATA.search(f.rec.name_full)
+
+
+def _triton(f: Facts) -> bool:
+    return f.prov.family == "your Triton"
 
 
 def _memory_side(f: Facts) -> bool:
@@ -113,8 +227,9 @@ def _no_tensor_work(f: Facts) -> bool:
 
 def _wgmma_action(f: Facts) -> str:
     if f.attention_like:
-        return ("switch to a wgmma attention kernel: FlashAttention-3 or cuDNN SDPA "
-                "(torch: sdpa_kernel(SDPBackend.CUDNN_ATTENTION))")
+        how = ("vLLM: VLLM_ATTENTION_BACKEND=FLASH_ATTN (FlashAttention-3 on Hopper)" if f.vllm else
+               "torch: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)")
+        return f"switch to a wgmma attention kernel: FlashAttention-3 or cuDNN SDPA ({how})"
     return "use a wgmma matmul (cuBLAS, or CUTLASS sm90 kernels) instead of mma.sync"
 
 
@@ -131,11 +246,17 @@ def _precision_action(f: Facts) -> str:
 
 
 def _algorithm_action(f: Facts) -> str:
+    if f.attention_like:  # torch SDPA picks no cuDNN engine for you: the choice one has is the backend
+        return ("choose another attention backend for this shape: FlashAttention-3, cuDNN SDPA, FlashInfer (torch: "
+                "sdpa_kernel(SDPBackend...); vLLM: VLLM_ATTENTION_BACKEND)")
     if f.limiter.kind in ("hbm", "l2"):
         return ("try other algorithms for this shape (cuBLASLt heuristic list): larger tiles or 2-CTA "
                 "multicast move fewer bytes per FLOP")
     if f.limiter.kind in ("tensor", "simt", "pipe", "issue"):
         return "try other algorithms or engine configs for this shape (cuBLASLt heuristic list, cuDNN benchmark mode)"
+    if _ramp(f):
+        return ("try the other algorithms for this shape (cuBLASLt heuristic list): at this size launch and ramp "
+                "are most of its time, so the bytes' floor bounds any of them")
     return "a split-K or stream-K algorithm, or smaller tiles, so more CTAs share the work (cuBLASLt algo selection)"
 
 
@@ -144,6 +265,9 @@ def _headroom_expected(f: Facts) -> str:
     x = _headroom(f)
     if f.provisional:
         return "provisional verdict: no roof to size it from; compare the algorithms' duration_ns"
+    if _ramp(f) and x is not None:
+        return (f"{_us(f)} against the {(f.rec.duration_ns or 0) / x / 1e3:.1f} µs any kernel moving its "
+                f"{(f.rec.dram_bytes or 0) / 1e6:.1f} MB takes on this GPU (measured ramp): up to {x:.2f}x")
     if roof is None or x is None:
         return "no roof within reach to size it: compare the algorithms' duration_ns"
     return f"the {roof.name} is at {roof.pct:.0f} %: up to {x:.1f}x to that roof"
@@ -151,7 +275,12 @@ def _headroom_expected(f: Facts) -> str:
 
 def _idle_slots(f: Facts) -> str:
     waves = f.rec.waves_per_sm or 1.0
-    return f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty: up to {1 / waves:.1f}x if they took work"
+    x = _grid_unlock(f)
+    said = f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty"
+    if x < 1 / waves:
+        return (f"{said}, but a launch moving its {(f.rec.dram_bytes or 0) / 1e3:.0f} KB takes at least "
+                f"{(f.rec.duration_ns or 0) / x / 1e3:.1f} µs on this GPU (measured ramp): up to {x:.2f}x, not {1 / waves:.0f}x")
+    return f"{said}: up to {x:.1f}x if they took work"
 
 
 def _divergence_expected(f: Facts) -> str:
@@ -161,6 +290,14 @@ def _divergence_expected(f: Facts) -> str:
                 "the lanes lost are not sized)")
     return (f"SIMT efficiency {eff:.0f} %: the busy pipe spends {100 - eff:.0f} % of its lanes masked off; "
             f"up to {100 / (eff or 100):.1f}x if the branches were uniform")
+
+
+def _ncu_estimate(f: Facts, rule: str) -> str:
+    r = f.ncu_finding(rule)
+    if r is None:
+        return ""
+    est = f"ncu estimates up to {r.speedup_pct:.1f} % of this kernel's time" if r.speedup_pct else "ncu gives no estimate"
+    return f"{est}: {r.message.split('. ')[0].rstrip('.')}"
 
 
 def _none(f: Facts) -> None:
@@ -173,9 +310,8 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL", _none,
               "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum", 3, 1),
     LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured",
-              _wgmma_action,
-              lambda f: f"mma.sync's roof is {100 * (f.path_ratio or 1):.0f} % of the wgmma peak on this chip (FlashAttention-3 authors): up to {1 / (f.path_ratio or 1):.1f}x on the tensor work, roof to roof; measured on an H200, 628 TFLOP/s mma.sync vs 787 cuBLAS wgmma, 1.25x",
-              lambda f: 1 / (f.path_ratio or 1), f"tensor_path reads wgmma and duration_ns falls: {ROOFLINE}", 3, 2),
+              _wgmma_action, _wgmma_expected, _wgmma_unlock,
+              f"tensor_path reads wgmma and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("lower-precision", "precision", lambda f: f.limiter.kind == "tensor" and f.step is not None,
               _precision_action,
               lambda f: f"the {_step(f)[0]} peak is {_step(f)[1]:.1f}x this one: up to {_step(f)[1]:.1f}x at the same %SoL",
@@ -184,7 +320,7 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"at the {f.limiter.name} ({f.limiter.pct:.0f} %) with no cheaper precision on this device: one level up, batch more work a launch or fuse its neighbours",
               lambda f: f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; the gain is in the work around it",
               _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
-    LeverRule("quantise-operands", "precision", lambda f: f.bound == "memory" and _tensor_operands(f),
+    LeverRule("quantise-operands", "precision", lambda f: f.limiter.kind == "hbm" and _tensor_operands(f),
               lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4" + (
                   f": vLLM --quantization fp8 ({_flag(f, 'quantization', 'none set')}) for the weights, "
                   f"--kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype', 'auto: the model dtype')}) for the KV cache"
@@ -200,9 +336,40 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to {(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds",
               _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),
     LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f),
-              lambda f: "fuse it into its producer or consumer (torch.compile, a fused epilogue), or drop the copy (a view, an in-place op)",
+              lambda f: "fuse it into its producer or consumer (torch.compile, a fused epilogue)" + (
+                  ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
               lambda f: f"removes its {_mb(f.rec.dram_bytes)} of DRAM traffic and its {_us(f)}",
               _none, f"the fused op's dram_bytes lose this kernel's; total time falls: {NSYS}", 3, 2),
+    LeverRule("bf16-storage", "precision", _fp32_stream,
+              lambda f: "keep the tensor in bf16 (or fp16) rather than fp32: the kernel moves half the bytes",
+              lambda f: f"at the HBM roof time follows its {_mb(f.rec.dram_bytes)}: up to 2x with half of them",
+              lambda f: 2.0, f"dram_bytes halves and duration_ns with it: {ROOFLINE}", 2, 2),
+    LeverRule("generate-in-consumer", "fusion",
+              lambda f: bool(RNG.search(f.rec.name_full)) and f.limiter.kind in ("pipe", "issue"),
+              lambda f: "generate the random numbers inside the kernel that uses them (torch.compile fuses torch.rand/randn into their consumer; in your own kernel, Philox where the value is needed): a separate generator kernel writes them to memory for the consumer to read back",
+              lambda f: f"removes this kernel's {_us(f)} and its {_mb(f.rec.dram_bytes)} round trip; the consumer does the generation's arithmetic instead (a faster generator kernel gains at most {100 / (f.limiter.pct or 100):.2f}x: {f.limiter.name} {f.limiter.pct:.0f} % busy)",
+              _none, f"the kernel no longer appears and the consumer's duration_ns grows less than this kernel's: {NSYS}", 3, 2),
+    LeverRule("triton-retune", "config", lambda f: _triton(f) and f.bound in ("compute", "memory", "latency") and not f.at_roof,
+              lambda f: "retune the Triton kernel: BLOCK_M/N/K, num_warps and num_stages over a triton.autotune config list, GROUP_M for L2 reuse; on Hopper TMA descriptors (tl.make_tensor_descriptor), a persistent grid and warp specialisation",
+              _headroom_expected, _headroom, f"the config's duration_ns, then {ROOFLINE}", 2, 1),
+    LeverRule("library-gemm", "kernel", lambda f: _triton(f) and f.gemm_like_tensor and not f.at_roof,
+              lambda f: "call the library GEMM instead (torch.matmul: cuBLAS picks a warp-specialised wgmma kernel) unless the Triton kernel fuses what cuBLAS cannot",
+              lambda f: f"measured at one shape: {MEASURED_SAME_SHAPE['triton-gemm'][1]}: {MEASURED_SAME_SHAPE['triton-gemm'][0]:.2f}x",
+              lambda f: MEASURED_SAME_SHAPE["triton-gemm"][0], f"duration_ns of torch.matmul at the same shape: {ROOFLINE}", 3, 1),
+    LeverRule("fix-spills", "source", lambda f: f.spills,
+              lambda f: "stop the register spills: fewer live values (smaller tiles, fewer accumulators, recompute instead of keep), or let the compiler use more registers (__launch_bounds__ with fewer threads; Triton: a smaller BLOCK or num_warps)",
+              lambda f: f"{f.rec.register_spill_pct:.1f} % of its instructions move registers to and from local memory (L1/L2 traffic and latency)",
+              _none, "register_spill_pct reaches 0: kernelscope capture --set full", 2, 2),
+    LeverRule("fix-bank-conflicts", "source", lambda f: f.ncu_finding("SharedMemoryConflicts") is not None,
+              lambda f: ("Triton lays out shared memory itself: try another BLOCK_K or num_stages, or tl.make_tensor_descriptor (TMA writes swizzled tiles)"
+                         if _triton(f) else "pad or swizzle the shared-memory layout so a warp's accesses fall in distinct banks"),
+              lambda f: _ncu_estimate(f, "SharedMemoryConflicts"), _none,
+              "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum falls: kernelscope capture --set full", 1, 2),
+    LeverRule("coalesce-global", "source", lambda f: f.ncu_finding("UncoalescedGlobalAccess") is not None,
+              lambda f: ("coalesce global accesses: make the block's last axis the tensor's contiguous one in tl.load, or load through tl.make_tensor_descriptor (TMA)"
+                         if _triton(f) else "coalesce global accesses: consecutive threads on consecutive addresses, 16-byte vector loads"),
+              lambda f: _ncu_estimate(f, "UncoalescedGlobalAccess"), _none,
+              "ncu's UncoalescedGlobalAccess no longer fires: kernelscope capture --set full", 2, 2),
     LeverRule("bytes-in-flight", "source",
               lambda f: f.bound == "memory" and not f.at_roof and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
               lambda f: "keep more bytes in flight: 16-byte vector loads, several independent loads a thread, cp.async/TMA pipelining",
@@ -218,21 +385,20 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: None if f.rec.simt_efficiency_pct is None else 100 / (f.rec.simt_efficiency_pct or 100), f"simt_efficiency_pct near 100 and the pipe % per FLOP falls: {ROOFLINE}", 3, 2),
     LeverRule("cut-instructions", "source", lambda f: f.limiter.kind in ("pipe", "issue"),
               lambda f: "fewer instructions per result: fast-math intrinsics, fewer passes over the data, vector loads, less index arithmetic",
-              lambda f: f"the {f.limiter.name} is {f.limiter.pct:.0f} % busy: time follows the instructions it issues",
+              lambda f: f"{f.limiter.name} {f.limiter.pct:.0f} % busy: time follows the instructions it issues",
               _none, f"issue_active_pct stays high while duration_ns falls: {ROOFLINE}", 2, 2),
     LeverRule("stream-once", "kernel", lambda f: f.prov.kind != "user" and _memory_side(f),
-              lambda f: "replace or fuse it: a kernel that streams its bytes once at the HBM roof (torch.compile's generated Triton kernel, or the fused op it belongs to)",
-              _stream_expected, _stream_unlock, f"the replacement's HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
+              _stream_action, _stream_expected, _stream_unlock, f"the replacement's HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("stream-once-source", "source", lambda f: f.prov.kind == "user" and _memory_side(f),
               lambda f: "restructure it to stream each byte once: one pass, vector loads, fewer instructions a byte",
               _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
-    LeverRule("vllm-cuda-graphs", "serving", lambda f: f.limiter.kind == "launch" and f.vllm and not f.in_cuda_graph,
+    LeverRule("vllm-cuda-graphs", "serving", lambda f: _graph_worth(f) and f.vllm and not f.in_cuda_graph,
               lambda f: "drop vLLM's --enforce-eager: vLLM then replays decode inside CUDA graphs (its default)",
-              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the step pays it once",
+              lambda f: f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the step pays it once",
               _none, f"the decode step's time falls (vLLM's own step time, or {NSYS})", 3, 1),
-    LeverRule("cuda-graph", "graphs", lambda f: f.limiter.kind == "launch" and f.serving is None,
+    LeverRule("cuda-graph", "graphs", lambda f: _graph_worth(f) and f.serving is None,
               lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
-              lambda f: f"{_us(f)} on the GPU at about an empty kernel's time: the host launch (3.3 µs a launch back to back on an H200, docs/hopper-measurements.md §8) sets its cost, and a graph pays it once",
+              _graph_expected,
               _none, f"the gaps between its launches vanish: {NSYS}", 3, 1),
     LeverRule("vllm-speculative", "serving",
               lambda f: f.vllm and f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge) and not (f.serving and f.serving.get("speculative_config")),
@@ -244,14 +410,22 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: "the graph's time against the sum of its kernels' says what launches and gaps cost inside the step",
               _none, "one result for the graph, its gpu__time_duration the step's", 1, 1),
     LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
-              lambda f: "fuse it into a neighbouring kernel (torch.compile), so its launch disappears",
-              lambda f: f"removes a launch and its {_us(f)}", _none, f"the kernel no longer appears in the step: {NSYS}", 2, 2),
+              lambda f: ("fuse its neighbours into it: bias, activation or residual as the GEMM's epilogue "
+                         "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
+                         else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"),
+              lambda f: ("removes the neighbours' launches and their ramps (their own rows say how long)" if f.gemm_like
+                         else f"removes a launch and its {_us(f)}"), _none, f"the kernel no longer appears in the step: {NSYS}", 2, 2),
+    LeverRule("more-work-a-launch", "batching", _ramp,
+              lambda f: ("give each launch more work: a larger M (more tokens a step), or one grouped GEMM for "
+                         "several small ones" if f.gemm_like else
+                         "give each launch more work: one launch over the batched tensors (foreach ops, torch.compile)"),
+              _ramp_amortised, _ramp_unlock, f"duration_ns grows slower than the work a launch: {NSYS}", 2, 2),
     LeverRule("more-ctas", "source", lambda f: f.limiter.kind == "grid",
               lambda f: "launch more CTAs: split the work (split-K, split-KV) or use smaller tiles",
-              _idle_slots, lambda f: 1 / (f.rec.waves_per_sm or 1), f"waves_per_sm reaches 1 and duration_ns falls: {ROOFLINE}", 2, 2),
+              _idle_slots, _grid_unlock, f"waves_per_sm reaches 1 and duration_ns falls: {ROOFLINE}", 2, 2),
     LeverRule("fill-the-grid", "batching", lambda f: f.limiter.kind == "grid",
               lambda f: "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)",
-              _idle_slots, lambda f: 1 / (f.rec.waves_per_sm or 1), f"waves_per_sm reaches 1 and the step's time falls: {NSYS}", 2, 2),
+              _idle_slots, _grid_unlock, f"waves_per_sm reaches 1 and the step's time falls: {NSYS}", 2, 2),
     LeverRule("hide-memory-latency", "source",
               lambda f: f.bound == "latency" and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
               lambda f: "keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more independent work a thread",
@@ -272,13 +446,15 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: 100 / (100 - (f.tail_idle_pct or 0)), f"waves_per_sm close to a whole number and duration_ns falls: {ROOFLINE}", 1, 2),
     LeverRule("balance-barriers", "source",
               lambda f: f.top_stall == "barrier" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT) and not f.designed_stall,
-              lambda f: "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)",
+              lambda f: ("overlap loads with the MMA instead of waiting at barriers: more num_stages, or warp specialisation (tl.range(..., warp_specialize=True) where your Triton has it)"
+                         if _triton(f) else "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)"),
               lambda f: f"barrier holds {f.top_stall_pct:.0f} % of stalled warp-cycles", _none, f"warp_stalls.barrier drops: {STALLS}", 1, 2),
     LeverRule("use-tensor-cores", "precision",
               lambda f: f.gemm_like and f.rec.flops is not None and _no_tensor_work(f),
               lambda f: "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 (torch.backends.cuda.matmul.allow_tf32)",
               lambda f: "an order of magnitude more FLOP/s ceiling", _none, f"tensor_* FLOP appear in {ROOFLINE}", 3, 2),
-    LeverRule("recapture-stalls", "capture", lambda f: f.bound == "latency" and f.rec.warp_stalls is None,
+    LeverRule("recapture-stalls", "capture",  # a launch-bound kernel's stalls do not set its time
+              lambda f: f.bound == "latency" and f.limiter.kind != "launch" and f.rec.warp_stalls is None,
               lambda f: f"recapture with the stalls add-on to name what warps wait on: {STALLS}",
               lambda f: "names the dominant stall and its lever", _none, "warp_stalls is filled in", 1, 1),
 )
@@ -289,10 +465,24 @@ FALLBACK = LeverRule(
     lambda f: f"saves launches and DRAM round trips around its {_us(f)}", _none, f"total time of the step falls: {NSYS}", 1, 2)
 
 
+# The share of a kernel's time a lever saves: 1 - 1/unlock where the unlock is sized, else by its
+# gain level. Times the kernel's share of the run, over the cost, it ranks the frontier (frontier.py).
+SAVED_BY_GAIN = {3: 0.5, 2: 0.25, 1: 0.1}
+
+
+def saved_fraction(gain: int, unlock_x: float | None) -> float:
+    """The fraction of the kernel's own time the lever is expected to save."""
+    if unlock_x is not None and unlock_x > 1.0:
+        return 1.0 - 1.0 / unlock_x
+    return SAVED_BY_GAIN.get(gain, 0.1)
+
+
 def levers(f: Facts) -> tuple[Lever, ...]:
-    """The rules that fire and that the kernel's owner can pull, best first: by gain / cost, the
-    order the frontier ranks them in within one kernel (frontier.py), so a kernel's first lever
-    is the one the frontier puts first for it."""
-    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)] or [FALLBACK]
-    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, r.unlock(f)) for r in fired]
-    return tuple(sorted(out, key=lambda lv: (-lv.gain / lv.cost, -lv.gain, -(lv.unlock_x or 0.0))))
+    """The rules that fire and that the kernel's owner can pull, best first: by saved fraction /
+    cost, the order the frontier ranks them in within one kernel (frontier.py), so a kernel's first
+    lever is the one the frontier puts first for it."""
+    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)]
+    sized = [(r, r.unlock(f)) for r in fired]
+    kept = [(r, x) for r, x in sized if x is None or x >= WORTH_X] or [(FALLBACK, None)]
+    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, x) for r, x in kept]
+    return tuple(sorted(out, key=lambda lv: (-saved_fraction(lv.gain, lv.unlock_x) / lv.cost, -lv.gain / lv.cost)))

@@ -36,7 +36,7 @@ PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
                              r"|^CatArrayBatchedCopy|^distribution_elementwise"),
 )
-USER: tuple[ProvenanceKind, str] = ("user", "your code")
+USER: tuple[ProvenanceKind, str] = ("user", "your CUDA")
 
 # Warp specialisation (producer warpgroup feeding consumer warpgroups through barriers): by name, or
 # by a warpgroup-MMA path with at least three warpgroups a block, the shape of CUTLASS 3, cuBLAS,
@@ -77,7 +77,11 @@ TRITON_FILES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("open", "Triton (vLLM)", r"/vllm/"),
     ("open", "Triton (FlashInfer)", r"/flashinfer/"),
     ("user", "your Triton", r"\.py$"),
+    ("user", "your CUDA", r"\.(cu|cuh|cc|cpp|cxx|h|hpp)$"),
 )
+# Without line info: nvcc mangles a C++ kernel, so its demangled name carries a parameter list;
+# Triton emits a plain symbol. (An `extern "C"` CUDA kernel looks the same: the why says so.)
+UNMANGLED = re.compile(r"^[A-Za-z_]\w*$")
 
 
 def _by_file(path: str | None) -> tuple[ProvenanceKind, str, str] | None:
@@ -92,6 +96,10 @@ def classify(rec: KernelRecord) -> Provenance:
     found = _by_file(rec.code_file) if kind == "user" or family.startswith("Triton") else None
     if found is not None:
         kind, family, why = found
+    elif kind == "user" and UNMANGLED.match(rec.name_full):
+        family = "your Triton"
+        why = ("an unmangled name with no parameter list, as Triton emits (an extern \"C\" CUDA kernel looks "
+               "the same; --set full keeps line info, whose .py file would confirm it)")
     threads = threads_per_block(rec.block) or 0
     by_shape = rec.tensor_path in WARPGROUP_PATHS and threads >= WARP_SPECIALISED_MIN_THREADS
     if by_name:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..model import Bound, KernelRecord, Limiter, LimiterKind, Provenance
+from ..model import Bound, KernelRecord, Limiter, LimiterKind, Provenance, RuleResult
 from ..serving import Serving
 
 # A roof is reached ("at") from 80 % of it and approached ("near") from 60 %, measured at the clock
@@ -26,11 +26,25 @@ LAUNCH_BOUND_NS = 2 * EMPTY_KERNEL_NS
 # Under one full wave every CTA runs alone on its SM for the whole kernel, with no second CTA to overlap
 # its prologue and epilogue: ncu's SOLBottleneck "Small Grid" line (SpeedOfLight.py: waves < 1).
 GRID_WAVES = 1.0
+# The launch-and-ramp floor of a streaming kernel: gpu__time_duration of an in-place fp32 multiply
+# (ATen's vectorized_elementwise_kernel) by the DRAM bytes it moved, and of a near-empty kernel;
+# measured on an H200 with ncu 2025.3.1 (tests/fixtures/sets.tar.xz, ramp.ncu-rep; README "Capture
+# sets"). A kernel within RAMP_SLACK of the floor for its bytes is set by launch and ramp (filling and
+# draining the SMs), not by its grid or its work: it gains from fewer launches (graphs, fusion), not
+# from more CTAs.
+RAMP_FLOOR_NS: dict[str, tuple[tuple[float, float], ...]] = {
+    "h200-sxm": ((2_816, 1_696), (9_216, 2_048), (71_168, 2_208), (1_053_696, 2_496), (4_199_424, 4_416),
+                 (16_782_336, 9_344), (105_890_560, 32_000), (508_624_128, 125_248)),
+}
+RAMP_SLACK = 1.25
 DIVERGENCE_PCT = 20.0  # branch targets not uniform across the warp
 SIMT_EFFICIENCY_PCT = 80.0  # active threads per executed instruction, % of 32
 DOMINANT_STALL_PCT = 30.0  # one reason holds this share of stalled warp-cycles
 TAIL_IDLE_PCT = 15.0  # SM slots idle in the last (or only) wave, as % of all wave slots
 OCCUPANCY_LOW_PCT = 50.0  # theoretical occupancy at or under this is a limiter worth naming
+SPILL_PCT = 0.5  # instructions spilling or filling registers, % of all: worth naming from here
+# ncu's rules whose findings the report already holds and a kernel's owner can act on (ncu 2025.3.1 names)
+NCU_FINDINGS = ("SharedMemoryConflicts", "UncoalescedGlobalAccess", "UncoalescedSharedAccess")
 
 KIND_BOUND: dict[LimiterKind, Bound] = {
     "tensor": "compute", "simt": "compute", "pipe": "compute", "issue": "compute",
@@ -88,6 +102,7 @@ class Facts:
     hbm_pct: float | None  # HBM % at the measured clock
     ridge: float | None  # FLOP/byte where the binding compute roof meets HBM
     serving: Serving | None = None  # the serving engine's configuration, when the capture says (vLLM's flags)
+    hw_key: str = ""  # the device's ceilings key, for figures measured per device (RAMP_FLOOR_NS)
 
     @property
     def vllm(self) -> bool:
@@ -132,9 +147,31 @@ class Facts:
         return self.ge(self.tail_idle_pct, TAIL_IDLE_PCT) and self.ge(self.rec.waves_per_sm, 1.0)
 
     @property
+    def gemm_like_tensor(self) -> bool:
+        """A matrix multiply on the tensor cores: a GEMM by category, or tensor work that is not attention."""
+        return (self.gemm_like or (self.rec.dominant_precision or "").startswith("tensor_")) and not self.attention_like
+
+    @property
+    def spills(self) -> bool:
+        return self.ge(self.rec.register_spill_pct, SPILL_PCT)
+
+    def ncu_finding(self, rule: str) -> RuleResult | None:
+        """ncu's result of one of its finding rules, when it fired (an optimization message)."""
+        return next((r for r in self.rec.ncu_rules if r.rule == rule and r.kind == "optimization"), None)
+
+    @property
     def diverged(self) -> bool:
         return self.ge(self.rec.branch_divergence_pct, DIVERGENCE_PCT) or \
             self.lt(self.rec.simt_efficiency_pct, SIMT_EFFICIENCY_PCT)
+
+
+def _finding(f: Facts, rule: str) -> str:
+    """ncu's own words for a finding its rules made, with its estimate beside."""
+    r = f.ncu_finding(rule)
+    assert r is not None
+    first = r.message.split(". ")[0].rstrip(".")
+    said = f" (ncu's estimate: up to {r.speedup_pct:.1f} % of this kernel's time)" if r.speedup_pct else ""
+    return f"ncu {r.rule}: {r.title or first}{said}: {first}"
 
 
 @dataclass(frozen=True)
@@ -142,6 +179,21 @@ class LimiterRule:
     name: str
     when: Callable[[Facts], bool]
     say: Callable[[Facts], str]
+
+
+def _finding_rule(rule: str) -> LimiterRule:
+    def when(f: Facts) -> bool:
+        return f.ncu_finding(rule) is not None
+
+    def say(f: Facts) -> str:
+        return _finding(f, rule) + _not_yours(f)
+
+    return LimiterRule(f"ncu-{rule}", when, say)
+
+
+def _not_yours(f: Facts) -> str:
+    """A finding inside code the user does not compile is not theirs to fix: say where the lever is."""
+    return "" if f.prov.kind == "user" else f" ({f.prov.family}'s code, not yours to recompile: another kernel or its options)"
 
 
 def _pct(x: float | None, unit: str = " %") -> str:
@@ -152,15 +204,17 @@ def _stall(f: Facts) -> str:
     meaning = STALL_MEANING.get(f.top_stall or "", "")
     if f.designed_stall:
         meaning = "producer/consumer warpgroups waiting on each other: the design of a warp-specialised kernel, not a lever"
+    elif f.top_stall in ("long_scoreboard", "lg_throttle") and f.limiter.kind == "hbm" and f.at_roof:
+        meaning = "waiting on DRAM at its bandwidth limit: the HBM roof is what binds, not latency left unhidden"
     return f"dominant stall {f.top_stall} ({_pct(f.top_stall_pct)} of stalled warp-cycles): {meaning}"
 
 
 LIMITERS: tuple[LimiterRule, ...] = (
     LimiterRule("occupancy-registers",
-                lambda f: f.registers_limit_occupancy,
+                lambda f: f.registers_limit_occupancy and not f.prov.warp_specialised,
                 lambda f: f"occupancy limited by registers ({_pct(f.rec.registers_per_thread, '/thread')}): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),
     LimiterRule("occupancy-shared-mem",
-                lambda f: f.smem_limits_occupancy,
+                lambda f: f.smem_limits_occupancy and not f.prov.warp_specialised,
                 lambda f: f"occupancy limited by shared memory ({(f.rec.shared_mem_per_block_bytes or 0) / 1024:.1f} KiB/block as ncu reports it, driver's 1 KiB included): theoretical {_pct(f.rec.theoretical_occupancy_pct)}"),
     LimiterRule("sub-wave-grid",
                 lambda f: f.lt(f.rec.waves_per_sm, 1.0) and f.ge(f.tail_idle_pct, TAIL_IDLE_PCT),
@@ -171,5 +225,8 @@ LIMITERS: tuple[LimiterRule, ...] = (
     LimiterRule("divergence",
                 lambda f: f.diverged,
                 lambda f: f"branch divergence: {_pct(f.rec.branch_divergence_pct)} of branch targets not warp-uniform, SIMT efficiency {_pct(f.rec.simt_efficiency_pct)}"),
+    LimiterRule("register-spills", lambda f: f.spills,
+                lambda f: f"register spills: {f.rec.register_spill_pct:.1f} % of instructions spill or fill registers to local memory at {_pct(f.rec.registers_per_thread, ' registers a thread')}{_not_yours(f)}"),
+    *(_finding_rule(rule) for rule in NCU_FINDINGS),
     LimiterRule("dominant-stall", lambda f: f.top_stall is not None, _stall),
 )

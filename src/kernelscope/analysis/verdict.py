@@ -10,7 +10,7 @@ from ..ceilings import DeviceCeilings
 from ..model import Assessment, KernelRecord, Limiter
 from ..serving import Serving
 from .categories import categorize
-from .judge import judge
+from .judge import judge, ramp_floor_ns
 from .levers import levers
 from .ncu_verdicts import compare
 from .provenance import classify
@@ -80,7 +80,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
     why = unsettled(rec, p)
     roofs = candidates(rec, dev, p, provisional=why is not None)
-    j = judge(rec, p, roofs, top, why, most_possible(rec, dev))
+    j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec, dev.hw_key))
     prov = classify(rec)
     category = categorize(rec.name, rec.name_full)[0]
     facts = Facts(
@@ -89,7 +89,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
         hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
-        serving=serving,
+        serving=serving, hw_key=dev.hw_key,
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
     return Assessment(

@@ -72,8 +72,11 @@ def rules(action: Any) -> tuple[RuleResult, ...]:
         title, message = text(msg.get("title") or ""), text(msg.get("message") or "")
         if not title and not message:
             continue
+        speedup = (r.get("speedup_estimation") or {}).get("speedup")
         out.append(RuleResult(rule=text(r.get("rule_identifier", "")), section=text(r.get("section_identifier", "")),
-                              title=title, message=message, kind=_kind(msg.get("type"))))
+                              title=title, message=message, kind=_kind(msg.get("type")),
+                              speedup_pct=float(speedup) if isinstance(speedup, (int, float)) and in_range(speedup)
+                              else None))
     return tuple(out)
 
 
