@@ -124,3 +124,20 @@ def test_ramp_floor_is_the_lower_envelope_of_the_measured_ramp(sets_dir: Path) -
     assert all(t >= ramp_floor_ns(a.record, "h200-sxm") for a in items  # type: ignore[operator]
                if (t := a.record.duration_ns) is not None)
     assert ramp_floor_ns(replace(items[0].record, dram_bytes=1e12), "h200-sxm") is None  # past the measured range
+
+
+@pytest.mark.parametrize("full_name", [
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+    "void vllm::cross_device_reduce_1stage<__nv_bfloat16, (int)2>(vllm::RankData *, vllm::RankSignals, "
+    "vllm::Signal *, __nv_bfloat16 *, int, int)",
+])
+def test_a_collective_is_not_tuned_like_a_stream(fx: Path, full_name: str) -> None:
+    """A communication kernel's time is its link's and its peers': the figures of a real streaming
+    launch under a collective's name get the link caveat and the collective's levers only."""
+    (a,), _ = kernelscope.analyze(str(fx / "nobranch.ncu-rep"))
+    rec = replace(a.record, name=full_name.split("(")[0].split("<")[0].removeprefix("void "), name_full=full_name,
+                  code_file=None)
+    judged = assess(rec, load_ceilings().devices["h200-sxm"])
+    assert any(line.startswith("communication kernel: the link it uses") for line in judged.limiters)
+    assert rules_of(judged) == ["shrink-communication"]
+    assert not {"fuse-away", "bf16-storage", "bytes-in-flight"} & set(rules_of(judged))

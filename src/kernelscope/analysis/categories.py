@@ -11,7 +11,8 @@ from functools import lru_cache
 
 # (category, regex on the kernel's short or full name, family precision class)
 CATEGORY_RULES: tuple[tuple[str, str, str], ...] = (
-    ("NCCL", r"nccl|all_?reduce|allgather|reduce_?scatter|multimem", "fp32"),
+    # NCCL, torch's symmetric-memory multimem all-reduce, vLLM's custom all-reduce (cross_device_reduce_*)
+    ("NCCL", r"nccl|all_?reduce|allgather|reduce_?scatter|multimem|cross_device_reduce", "fp32"),
     ("FP4/FP8 BMM", r"bmm_E2m1|bmm_E4m3|fp4|nvfp4|e2m1|e4m3|e5m2|qqtst|fp8.*gemm|gemm.*fp8|scaled_mm", "tensor_fp8"),
     ("MoE", r"moe|fused_experts|topk_?gating|expert", "tensor_bf16"),
     ("attention/FMHA", r"fmha|flash|attention|attn|paged_?attention|mla", "tensor_bf16"),

@@ -392,6 +392,14 @@ LEVERS: tuple[LeverRule, ...] = (
     LeverRule("stream-once-source", "source", lambda f: f.prov.kind == "user" and _memory_side(f),
               lambda f: "restructure it to stream each byte once: one pass, vector loads, fewer instructions a byte",
               _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
+    LeverRule("shrink-communication", "serving", lambda f: f.communication,
+              lambda f: ("overlap or shrink the collective: vLLM's custom all-reduce on NVLink (on unless "
+                         "--disable-custom-all-reduce), fewer tensor-parallel ranks where the model fits "
+                         "(--tensor-parallel-size), NCCL_PROTO/NCCL_ALGO for the message size" if f.vllm else
+                         "overlap the collective with compute (async_op=True, bucketing) or shrink it: fewer, larger "
+                         "collectives, fewer ranks where the model fits, NCCL_PROTO/NCCL_ALGO for the message size"),
+              lambda f: f"its {_us(f)} a launch is the link's and the peers' time: its share of the step sizes the gain",
+              _none, f"the collective's share of the step falls: {NSYS}", 2, 2),
     LeverRule("vllm-cuda-graphs", "serving", lambda f: _graph_worth(f) and f.vllm and not f.in_cuda_graph,
               lambda f: "drop vLLM's --enforce-eager: vLLM then replays decode inside CUDA graphs (its default)",
               lambda f: f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the step pays it once",
@@ -458,6 +466,7 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"recapture with the stalls add-on to name what warps wait on: {STALLS}",
               lambda f: "names the dominant stall and its lever", _none, "warp_stalls is filled in", 1, 1),
 )
+COMMUNICATION_LEVERS = frozenset({"shrink-communication", "vllm-cuda-graphs", "cuda-graph", "profile-the-graph"})
 # When nothing the owner can pull fired, the levers outside the kernel are left.
 FALLBACK = LeverRule(
     "fuse-or-batch", "fusion", lambda f: True,
@@ -481,7 +490,9 @@ def levers(f: Facts) -> tuple[Lever, ...]:
     """The rules that fire and that the kernel's owner can pull, best first: by saved fraction /
     cost, the order the frontier ranks them in within one kernel (frontier.py), so a kernel's first
     lever is the one the frontier puts first for it."""
-    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)]
+    # a collective is not tuned like a GEMM or a stream: only the levers on the collective itself
+    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)
+             and (not f.communication or r.name in COMMUNICATION_LEVERS)]
     sized = [(r, r.unlock(f)) for r in fired]
     kept = [(r, x) for r, x in sized if x is None or x >= WORTH_X] or [(FALLBACK, None)]
     out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, x) for r, x in kept]

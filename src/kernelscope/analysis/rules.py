@@ -97,6 +97,7 @@ class Facts:
     tail_idle_pct: float | None
     gemm_like: bool
     attention_like: bool
+    communication: bool  # a collective (NCCL, multimem, vLLM's custom all-reduce): the link and its peers set its time
     path_ratio: float | None  # the tensor path's share of the chip's peak, when under 1 (mma.sync)
     step: tuple[str, float] | None  # a cheaper tensor precision this device has, and its peak ratio
     hbm_pct: float | None  # HBM % at the measured clock
@@ -210,6 +211,11 @@ def _stall(f: Facts) -> str:
 
 
 LIMITERS: tuple[LimiterRule, ...] = (
+    LimiterRule("communication", lambda f: f.communication,
+                lambda f: "communication kernel: the link it uses (NVLink, PCIe, the network) and when the other "
+                          "ranks arrive set its time; the roofs here are this GPU's own, and the link's ceiling and "
+                          "counters are not in this capture, so the verdict above does not say how near the link "
+                          "it runs"),
     LimiterRule("occupancy-registers",
                 lambda f: f.registers_limit_occupancy and not f.prov.warp_specialised,
                 lambda f: f"occupancy limited by registers ({_pct(f.rec.registers_per_thread, '/thread')}): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),

@@ -87,6 +87,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
         rec=rec, bound=j.bound, provisional=j.provisional, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
         top_stall=top, top_stall_pct=stalls.get(top) if top else None, tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
+        communication=category == "NCCL",
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
         hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
         serving=serving, hw_key=dev.hw_key,
