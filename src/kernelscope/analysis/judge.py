@@ -69,6 +69,18 @@ def ramp_floor_ns(rec: KernelRecord, hw_key: str) -> float | None:
     return None
 
 
+def ramp_overhead_ns(rec: KernelRecord, hw_key: str) -> float | None:
+    """The part of the measured floor that is not moving bytes: the floor less the bytes at the
+    streaming kernel's own asymptotic bandwidth (its largest measured point). Added to the bytes at
+    the HBM roof, it bounds any kernel moving as many bytes (a better copy beats the ATen multiply's
+    bandwidth: 89 % of HBM for copy_f4 against its 85 %), so an unlock sized from it stays an upper bound."""
+    floor, points = ramp_floor_ns(rec, hw_key), RAMP_FLOOR_NS.get(hw_key)
+    if floor is None or not points or rec.dram_bytes is None:
+        return None
+    biggest, its_time = points[-1]
+    return max(floor - rec.dram_bytes * its_time / biggest, 0.0)
+
+
 def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None) -> Limiter:
     """No roof at 60 %: launch overhead for a kernel of a few µs or at the launch-and-ramp floor of
     its bytes, a grid under one wave, or stalls."""

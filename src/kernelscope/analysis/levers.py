@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..model import Lever, ProvenanceKind
-from .judge import ramp_floor_ns
+from .judge import ramp_floor_ns, ramp_overhead_ns
 from .rules import (
     AT_ROOF_PCT,
     DOMINANT_STALL_PCT,
@@ -59,7 +59,9 @@ class LeverRule:
 
 
 def _mb(n: float | None) -> str:
-    return "its bytes" if n is None else f"{n / 1e6:,.0f} MB"
+    if n is None:
+        return "its bytes"
+    return f"{n / 1e6:,.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
 def _us(f: Facts) -> str:
@@ -116,13 +118,14 @@ def _headroom(f: Facts) -> float | None:
 
 
 def _stream_floor_ns(f: Facts) -> float | None:
-    """The kernel's DRAM bytes at the HBM roof, or the measured launch-and-ramp floor for as many
-    bytes (an empty kernel's time off its measured range) if that is longer."""
+    """The kernel's DRAM bytes at the HBM roof plus the measured launch-and-ramp overhead for as
+    many bytes (judge.ramp_overhead_ns); off its measured range, at least an empty kernel's time."""
     r = f.rec
     if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
         return None
-    roof_tbps = r.achieved_dram_tbps * 100 / f.hbm_pct
-    return max(r.dram_bytes / (roof_tbps * 1e3), ramp_floor_ns(r, f.hw_key) or EMPTY_KERNEL_NS)
+    at_roof = r.dram_bytes / (r.achieved_dram_tbps * 100 / f.hbm_pct * 1e3)
+    overhead = ramp_overhead_ns(r, f.hw_key)
+    return max(at_roof, EMPTY_KERNEL_NS) if overhead is None else at_roof + overhead
 
 
 def _stream_action(f: Facts) -> str:
@@ -162,9 +165,8 @@ def _stream_unlock(f: Facts) -> float | None:
 
 def _stream_expected(f: Facts) -> str:
     floor, x = _stream_floor_ns(f), _stream_unlock(f)
-    ramp = ramp_floor_ns(f.rec, f.hw_key)
-    how = ("a streaming kernel moving as many takes that on this GPU (measured ramp, rules.RAMP_FLOOR_NS)"
-           if ramp is not None and floor == ramp else "at the HBM roof")
+    how = ("at the HBM roof, plus the launch and ramp measured for as many bytes, rules.RAMP_FLOOR_NS"
+           if ramp_overhead_ns(f.rec, f.hw_key) is not None else "at the HBM roof")
     said = f"{_mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {_us(f)}"
     bound = _busy_bound(f)
     if bound is not None and x == bound:
