@@ -23,7 +23,7 @@ from kernelscope.k8s.inspect import inspect
 from kernelscope.k8s.kubectl import Kube
 from kernelscope.redact import LAST_APPLIED, MASK
 from test_k8s import NS, capture, cluster, deploy, kubectl, wait_gone  # noqa: F401  (cluster: the fixture, by name)
-from toyk8s import toy
+from toyk8s import planned_pods, toy
 
 KLASS = "secrets: command lines, env, pod specs"
 FAKE_NCU = Path(__file__).parent / "local" / "fake-ncu.sh"
@@ -215,9 +215,9 @@ def secret_deployment(name: str) -> dict[str, Any]:
 
 
 def sister_values(out: str) -> dict[str, Any]:
-    line = next(x for x in out.splitlines() if x.startswith("sister values (secrets redacted): "))
-    vals: dict[str, Any] = json.loads(line.split(": ", 1)[1])
-    return vals
+    """The printed sister Pod's annotations and spec (its values for the chart)."""
+    (pod,) = planned_pods(out)
+    return {"annotations": pod["metadata"].get("annotations", {}), "spec": pod["spec"]}
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from kernelscope.cli import main
 from kernelscope.k8s import sister, watch
 from kernelscope.k8s.inspect import inspect
 from kernelscope.k8s.kubectl import Kube
-from toyk8s import FAKE_NCU, fake_ncu_configmap, port, toy
+from toyk8s import FAKE_NCU, fake_ncu_configmap, planned_pods, port, toy
 
 KUBE = Path(__file__).resolve().parents[1].parent / "shared" / "kube"
 NS = "serving"
@@ -128,7 +128,11 @@ def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFi
     assert main(["k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:nvjet", "--out", "/tmp/never",
                  "--dry-run", "--release", "ks-dry"]) == 0
     out, err = capsys.readouterr()
-    assert "sister values (secrets redacted)" in out and "OPENAI_API_KEY" in out and "secretKeyRef" in out
+    (pod,) = planned_pods(out)
+    env = {e["name"]: e for e in pod["spec"]["containers"][1]["env"]}
+    assert env["OPENAI_API_KEY"]["value"] == "<redacted>" and env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "hf-token", "key": "token"}
+    assert "secrets, by name only: hf-token (env HF_TOKEN of vllm), ngc-pull (imagePullSecrets)" in out
     TALLY["tried"] += 1
     assert [s for s in secrets if s in out + err] == []
     TALLY["handled"] += 1
@@ -202,9 +206,10 @@ def test_args_only_container_needs_its_entrypoint(cluster: None, capsys: pytest.
     assert "pass --entrypoint" in capsys.readouterr().err
     assert main([*capture(name, "--kernel", "regex:nvjet", "--out", "/tmp/never"), "--dry-run",
                  "--entrypoint", "python3 -m vllm.entrypoints.openai.api_server"]) == 0
-    out = capsys.readouterr().out
-    assert "python3 -m vllm.entrypoints.openai.api_server sh -c" in out.replace('"', "").replace(",", "") or \
-        '"python3", "-m", "vllm.entrypoints.openai.api_server", "sh", "-c"' in out
+    (pod,) = planned_pods(capsys.readouterr().out)
+    command = pod["spec"]["containers"][1]["command"]
+    i = command.index("python3")
+    assert command[i:i + 5] == ["python3", "-m", "vllm.entrypoints.openai.api_server", "sh", "-c"]
 
 
 # -- capture: success, failure, signals -----------------------------------------------------------
@@ -290,7 +295,8 @@ def test_dry_run_changes_nothing(cluster: None, capsys: pytest.CaptureFixture[st
     before = kubectl("get", "all", "-A", "-o", "name")
     assert main([*capture(name, "--kernel", "regex:nvjet", "--kernel", "regex:norm", "--out", "/tmp/never"),
                  "--dry-run"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "installed" not in err and "uninstalling" not in err  # it says what it would do, never that it did
     assert "[change] helm -n serving install -f" in out and "--labels kernelscope.dev/owner=kernelscope" in out
     assert "s -- ks-test /" in out  # the release after `--`, then the chart
     assert "[change] helm -n serving uninstall --ignore-not-found --wait --timeout 60s -- ks-test" in out

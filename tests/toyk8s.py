@@ -52,3 +52,12 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
 
 def port(pod: str) -> int:
     return 8000 + len(pod)
+
+
+def planned_pods(out: str) -> list[dict[str, Any]]:
+    """The sister Pods a `k8s capture --dry-run` printed: each one YAML document, `--- # sister pod` to `...`."""
+    import re
+
+    import yaml
+
+    return [yaml.safe_load(b) for b in re.findall(r"^--- # sister pod .*?^\.\.\.$", out, re.M | re.S)]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that 
     from .capture.inventory import Listed
     from .capture.preflight import Finding
     from .capture.transport import Progress
-    from .k8s.capture import K8sCaptureRequest, K8sCaptureResult
+    from .k8s.capture import Cleanup, K8sCaptureRequest, K8sCaptureResult
     from .k8s.inspect import Inspection, Strategy
     from .manifest import Analytic
     from .ncu.plan import CapturePlan
@@ -510,9 +510,10 @@ def k8s_capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
     return run_k8s(req, say)
 
 
-def k8s_cleanup(namespace: str, release: str | None, expired: bool, timeout: float) -> list[str]:
+def k8s_cleanup(namespace: str, release: str | None, expired: bool, timeout: float,
+                dry_run: bool = False) -> Cleanup:
     import time
 
     from .k8s.capture import cleanup
 
-    return cleanup(namespace, release, expired, timeout, time.time())
+    return cleanup(namespace, release, expired, timeout, time.time(), dry_run)

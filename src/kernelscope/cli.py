@@ -418,18 +418,20 @@ def cmd_k8s(a: argparse.Namespace) -> int:
         _print_inspection(ins)
         return 1 if ins.blocked() else 0
     if a.k8s_command == "cleanup":
-        removed = app.k8s_cleanup(a.namespace, a.release, a.expired, a.timeout)
-        show(f"removed: {', '.join(removed) or 'nothing of kernelscope left'}")
+        from .k8s.dryrun import cleanup_lines
+
+        for line in cleanup_lines(app.k8s_cleanup(a.namespace, a.release, a.expired, a.timeout, a.dry_run)):
+            show(line)
         return 0
     return _k8s_capture(a)
 
 
 def _k8s_capture(a: argparse.Namespace) -> int:
-    import json
     import shlex
 
     from . import app
     from .k8s.capture import K8sCaptureRequest
+    from .k8s.dryrun import capture_plan
 
     req = K8sCaptureRequest(
         namespace=a.namespace, target=a.deployment, plan=_plan(a), out=Path(a.out),
@@ -439,17 +441,16 @@ def _k8s_capture(a: argparse.Namespace) -> int:
         pod_per_kernel=a.pod_per_kernel, grant_profiling_cap=a.grant_profiling_cap,
         warmup_requests=a.warmup_requests, warmup_path=a.warmup_path, warmup_body=a.warmup_body,
         warmup_port=a.warmup_port, window=a.window,
-        dry_run=a.dry_run, timeout=a.timeout, ttl_s=a.ttl, context=app.parse_context(a.context or []))
+        dry_run=a.dry_run, manifest=Path(a.from_manifest) if a.from_manifest else None, timeout=a.timeout,
+        ttl_s=a.ttl, context=app.parse_context(a.context or []))
     result = app.k8s_capture(req, say)
     _print_inspection(result.inspection)
     show(f"policy: {result.policy}; {len(result.plan.units())} capture unit(s); release {result.release}")
     for note in result.plan.notes:
         show(f"  note: {note}")
     if a.dry_run:
-        if result.values:
-            show("sister values (secrets redacted): " + json.dumps(result.values))
-        for i, (mutates, step) in enumerate(result.steps, 1):
-            show(f"{i:3d}. {'[change]' if mutates else '[read]  '} {step}")
+        for line in capture_plan(result, req.manifest):
+            show(line)
         return 0
     for line in result.failed:
         say(f"not captured: {line}")
@@ -687,6 +688,8 @@ def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
         if name == "cleanup":
             kp.add_argument("--release", help="one sister release (refused unless kernelscope made it)")
             kp.add_argument("--expired", action="store_true", help="only sisters past their expiry")
+            kp.add_argument("--dry-run", action="store_true",
+                            help="list what would be removed (found by kernelscope's owner label), remove nothing")
             continue
         kp.add_argument("deployment", help="deploy/NAME")
         kp.add_argument("--tools-image", default=DEFAULT_TOOLS_IMAGE,
@@ -700,7 +703,11 @@ def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
         if name == "capture":
             _window(kp)
             _capture_options(kp)
-            kp.add_argument("--dry-run", action="store_true", help="list every kubectl/helm step, change nothing")
+            kp.add_argument("--dry-run", action="store_true",
+                            help="print the sister pod spec and every kubectl/helm step, change nothing")
+            kp.add_argument("--from-manifest", metavar="FILE", type=T.path,
+                            help="with --dry-run: plan from this file's deployment (`kubectl get deploy NAME -o "
+                                 "yaml`, or an apply manifest) with no cluster at all")
             kp.add_argument("--ncu-home", default=DEFAULT_NCU_HOME, help="where ncu lives inside the tools image")
             kp.add_argument("--ncu-in-image", help="an ncu path already in the serving and tools images (no copy)")
             kp.add_argument("--pull-secret", help="imagePullSecret for the tools image's registry")

@@ -13,7 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -250,8 +250,22 @@ def parse_yaml(text: str, shown: object, what: str) -> Any:
     """YAML text (no aliases, no tags beyond the safe ones) -> plain data, or one InputError."""
     import yaml
 
+    return _plain_yaml(lambda: yaml.load(text, Loader=_plain_yaml_loader()), shown, what)  # noqa: S506
+
+
+def parse_yaml_documents(text: str, shown: object, what: str) -> list[Any]:
+    """Every document of a `---`-separated YAML stream (a Kubernetes manifest), read as parse_yaml reads one."""
+    import yaml
+
+    docs: list[Any] = _plain_yaml(lambda: list(yaml.load_all(text, Loader=_plain_yaml_loader())), shown, what)  # noqa: S506
+    return docs
+
+
+def _plain_yaml(load: Callable[[], Any], shown: object, what: str) -> Any:
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_plain_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+        return load()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -26,8 +26,9 @@ from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
 from ..serving import context_of, is_vllm
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
-from .inspect import Inspection, Strategy, inspect
-from .kubectl import Kube, check_name, ref
+from .inspect import Inspection, Strategy, inspect, parse_target
+from .kubectl import Kube, Step, check_name, ref
+from .manifest_file import load as load_manifest
 from .transport import PodTransport, Warmup
 
 
@@ -100,6 +101,7 @@ class K8sCaptureRequest:
     warmup_body: str | None = None
     window: Window | None = None  # None: serving for a vLLM server, else from the start
     dry_run: bool = False
+    manifest: Path | None = None  # plan (a dry run) from this file's deployment, with no cluster
     timeout: float = 600.0
     ttl_s: int = 3600
     context: dict[str, str] = field(default_factory=dict)
@@ -111,8 +113,8 @@ class K8sCaptureResult:
     policy: str
     plan: CapturePlan
     release: str
-    steps: list[tuple[bool, str]]  # every kubectl/helm step (changes the cluster?, command line)
-    values: dict[str, Any] | None  # the first sister's values, secrets redacted
+    steps: list[Step]  # every kubectl/helm step, in order (a dry run: the ones it would run)
+    sisters: list[dict[str, Any]]  # every sister Pod as applied, secrets redacted
     out: Path | None
     failed: list[str]
 
@@ -147,10 +149,16 @@ def plan_for(ins: Inspection, req: K8sCaptureRequest, serving: list[str]) -> tup
 
 
 def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
-    kube = Kube(req.namespace, dry_run=req.dry_run, timeout=req.timeout)
-    ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap)
+    if req.manifest is not None and not req.dry_run:
+        raise PlanError("--from-manifest plans a capture from a file, with no cluster: it needs --dry-run")
+    kube = Kube(req.namespace, dry_run=req.dry_run, timeout=req.timeout, offline=req.manifest is not None)
+    dep = load_manifest(req.manifest, parse_target(req.target), req.namespace) if req.manifest else None
+    ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap, dep)
     if ins.blocked():
         raise PlanError("refusing to capture: " + "; ".join(f.message for f in ins.blocked()))
+    if ins.strategy == "direct" and not ins.pod:
+        raise PlanError(f"--strategy direct works inside the running production pod, and {ins.deployment} has none"
+                        + (" that a plan from --from-manifest can name" if dep else ""))
     serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
         else []
     serving, window = serving_window(serving, req.window) if ins.strategy != "direct" else (serving, False)
@@ -195,9 +203,7 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
             if problems:
                 say("cleanup problems: " + "; ".join(problems) + f" — run `kernelscope k8s cleanup -n {req.namespace} "
                     f"--release {release}`")
-    values = sister.redacted(transport.values) if transport.values else None
-    return K8sCaptureResult(ins, policy, plan, release, [(s.mutates, s.line()) for s in kube.steps], values, out,
-                            failed)
+    return K8sCaptureResult(ins, policy, plan, release, kube.steps, transport.sisters, out, failed)
 
 
 def _dry_run(plan: CapturePlan, transport: PodTransport, ncu: str, say: Progress) -> None:
@@ -210,15 +216,36 @@ def _dry_run(plan: CapturePlan, transport: PodTransport, ncu: str, say: Progress
             transport.end_unit()
 
 
-def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, now: float) -> list[str]:
-    """Remove our sisters: one release, every expired one, or (neither given) every one of ours."""
-    kube = Kube(namespace, timeout=timeout)
+@dataclass(frozen=True)
+class Removal:
+    """One thing `k8s cleanup` removes (a dry run: would remove): a sister's helm release, or a
+    sister pod whose release record is gone (`pod/NAME`), with the sister pod's labels, which say
+    whose copy it is and when it expires."""
+
+    name: str
+    labels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Cleanup:
+    namespace: str
+    dry_run: bool
+    now: float  # the expiry labels are read against this (unix seconds)
+    removed: list[Removal]
+    steps: list[Step]  # the reads that found them, then the removals (a dry run: not run)
+
+
+def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, now: float,
+            dry_run: bool = False) -> Cleanup:
+    """Remove our sisters: one release, every expired one, or (neither given) every one of ours,
+    found by our owner label only; a dry run lists them and removes nothing."""
+    kube = Kube(namespace, dry_run=dry_run, timeout=timeout)
     listed = kube.h("list", "-q", "-l", f"{sister.OWNER_LABEL}={sister.OWNER}", "--deployed", "--failed",
                     "--pending", "--uninstalling", "--superseded", mutates=False) or ""
     ours = [check_name("release", r, cluster=True) for r in listed.split() if r]
     pods = kube.get_json("pods", f"--selector={sister.OWNER_LABEL}={sister.OWNER}").get("items", [])
-    expiry = {check_name("pod", p["metadata"]["name"], cluster=True):
-              int(p["metadata"].get("labels", {}).get(sister.EXPIRES_LABEL, "0") or 0) for p in pods}
+    labels = {check_name("pod", p["metadata"]["name"], cluster=True): p["metadata"].get("labels") or {} for p in pods}
+    expiry = {n: int(lb.get(sister.EXPIRES_LABEL, "0") or 0) for n, lb in labels.items()}
     if release is not None:
         if release not in ours:
             raise KubeError(f"release {release} is not one of kernelscope's sisters in {namespace}; not touching it")
@@ -230,10 +257,10 @@ def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, 
     removed = []
     for r in targets:
         kube.uninstall(r, timeout)
-        removed.append(r)
+        removed.append(Removal(r, labels.get(r, {})))
     orphans = [n for n, t in expiry.items() if n not in ours and (release is None or n == release)
                and (not expired or (t and t <= now))]
     for pod in orphans:  # a sister whose helm record is gone
         kube.k("delete", ref("pod", pod), "--ignore-not-found", "--wait=true", mutates=True)
-        removed.append(f"pod/{pod}")
-    return removed
+        removed.append(Removal(f"pod/{pod}", labels[pod]))
+    return Cleanup(namespace, dry_run, now, removed, kube.steps)

@@ -12,7 +12,7 @@ from .. import redact
 from ..errors import KubeError
 from .findings import GPU, Finding, Level, as_int, gpu_request, named
 from .kubectl import Kube, check_name, ref, selector
-from .preflight import preflight
+from .preflight import preflight, without_cluster
 
 Strategy = Literal["wrap", "attach", "direct"]
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
@@ -139,26 +139,47 @@ def _env_names(container: dict[str, Any]) -> dict[str, str]:
             for e in container.get("env") or [] if "name" in e}
 
 
+def _production_pod(kube: Kube, dep: dict[str, Any]) -> dict[str, Any] | None:
+    """A running pod of the deployment (else any of its pods), found by its selector."""
+    labels = dep["spec"]["selector"].get("matchLabels") or {}
+    pods = kube.get_json("pods", selector(labels)).get("items", []) if labels else []
+    return next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
+
+
+def _read(kube: Kube, name: str) -> dict[str, Any]:
+    try:
+        dep: dict[str, Any] = kube.get_json(ref("deployment", name))
+    except KubeError as exc:
+        if not kube.dry_run:
+            raise
+        raise KubeError(f"{exc}; to plan without a cluster: --dry-run --from-manifest FILE "
+                        f"(e.g. the output of `kubectl get deploy {name} -o yaml`)") from exc
+    return dep
+
+
 def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None,
-            strategy: Strategy | None = None, grant_cap: bool = False) -> Inspection:
+            strategy: Strategy | None = None, grant_cap: bool = False,
+            manifest: dict[str, Any] | None = None) -> Inspection:
+    """`manifest`: the deployment as a file holds it (kube offline): no pod, node or log is read,
+    and the checks only a cluster can answer are listed as not done."""
     name = parse_target(target)
-    dep = kube.get_json(ref("deployment", name))
+    dep = _read(kube, name) if manifest is None else manifest
     template = dep["spec"]["template"]
     spec = template["spec"]
     cont = gpu_container(spec, container)
     args = [str(a) for a in cont.get("args") or []]
     command = [str(c) for c in cont.get("command") or []]
-    labels = dep["spec"]["selector"].get("matchLabels") or {}
-    pods = kube.get_json("pods", selector(labels)).get("items", []) if labels else []
-    pod = next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
+    pod = _production_pod(kube, dep) if manifest is None else None
     node, pod_name = (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name")
     ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)),
-                     template, check_name("container", cont.get("name"), cluster=True), cont.get("image", ""),
+                     template, check_name("container", cont.get("name"), cluster=manifest is None),
+                     cont.get("image", ""),
                      command, args, node and check_name("node", node, cluster=True),
                      pod_name and check_name("pod", pod_name, cluster=True),
                      parallel_processes([*command, *args]), _server_port(cont, [*command, *args]), gpu_request(cont))
     _findings(kube, ins, cont, pod, tools_image)
-    ins.findings += preflight(kube, ins, grant_cap, strategy == "direct")
+    ins.findings += preflight(kube, ins, grant_cap, strategy == "direct") if manifest is None else \
+        without_cluster(ins, grant_cap)
     _choose(ins, strategy)
     return ins
 

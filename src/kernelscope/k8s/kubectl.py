@@ -6,7 +6,8 @@ libraries. Every name that reaches argv is checked first by the Kubernetes rule 
 whether the user gave it or the cluster handed it back (an API server need not validate: a node
 named `--kubeconfig=evil.kubeconfig` once made kubectl read that file), and stands where kubectl
 cannot read it as an option: `pod/NAME`, `--container=NAME`, `--selector=...`, after `--` for helm.
-In dry-run mode, steps that change the cluster are only recorded; reads still run.
+In dry-run mode, steps that change the cluster are only recorded; reads still run. Offline (a
+plan from a manifest file, no cluster at all), every step is only recorded, reads too.
 """
 
 from __future__ import annotations
@@ -93,16 +94,18 @@ class Kube:
     helm: str = "helm"
     dry_run: bool = False
     timeout: float = 120.0
+    offline: bool = False  # no cluster: nothing runs, reads included (a dry run)
     steps: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_name("namespace", self.namespace)
+        self.dry_run = self.dry_run or self.offline
 
     def _run(self, argv: list[str], mutates: bool, timeout: float | None, check: bool, defer: bool = False,
              stdin: str | None = None) -> str | None:
         step = Step(argv, mutates)
         self.steps.append(step)
-        if self.dry_run and (mutates or defer):  # defer: a read of something a dry run never creates
+        if self.offline or (self.dry_run and (mutates or defer)):  # defer: a read of what a dry run never creates
             return None
         t0 = time.monotonic()
         try:

@@ -163,3 +163,16 @@ def preflight(kube: Kube, ins: Inspection, grant_cap: bool = False, direct: bool
     vol, ins.pin_node = volumes(kube, ins)
     return [*rbac(kube, direct), *vol, *capacity(kube, ins, ins.pin_node), *quota(kube, ins), *dcgm(kube, ins.node),
             *counters(ins, grant_cap)]
+
+
+UNCHECKED = ("RBAC (kubectl auth can-i)", "the model volume's access mode (a ReadWriteOnce PVC pins the sister to "
+             "production's node)", "free GPUs on an eligible node", "GPU quota", "a DCGM exporter on the node",
+             "the node driver's CUDA against the application's")
+
+
+def without_cluster(ins: Inspection, grant_cap: bool) -> list[Finding]:
+    """A plan from a manifest file: the template's own checks only, and the cluster's named as not done."""
+    return [Finding("cluster-checks", "info", "not checked, no cluster was read: " + "; ".join(UNCHECKED) +
+                    f"; `kernelscope k8s inspect -n {ins.namespace} deploy/{ins.deployment}` checks them",
+                    "--from-manifest: the deployment as the file holds it, no production pod"),
+            *counters(ins, grant_cap)]

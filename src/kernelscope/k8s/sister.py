@@ -123,6 +123,15 @@ def redacted(vals: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def pod(release: str, vals: dict[str, Any]) -> dict[str, Any]:
+    """The Pod that templates/pod.yaml renders from these values (a dry run shows it; a test checks
+    it against `helm template`)."""
+    meta: dict[str, Any] = {"name": release, "labels": vals["labels"]}
+    if vals.get("annotations"):
+        meta["annotations"] = vals["annotations"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": vals["spec"]}
+
+
 def chart_path() -> str:
     from importlib import resources
 

@@ -81,6 +81,7 @@ class PodTransport:
         self.debug_container: str | None = None
         self.facts: GpuFacts | None = None
         self.values: dict[str, Any] | None = None  # the last sister's values (for the bundle, redacted)
+        self.sisters: list[dict[str, Any]] = []  # every sister's Pod, secrets redacted (a dry run prints them)
         self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
         self.window_opened_s: float | None = None  # when POST /start_profile opened the serving window
         # the literal secrets the pod is given (template env, annotations, serving command): masked in its logs
@@ -137,6 +138,7 @@ class PodTransport:
         release = self._release()
         ours = replace(self.opts, release=release)
         self.values = sister.values(self.ins, ours, gpu_command)
+        self.sisters.append(sister.pod(release, sister.redacted(self.values)))
         existing = self.kube.h("status", "-o", "json", "--", release, mutates=False, check=False)
         if existing and existing.strip().startswith("{"):
             labels = (parse_json(existing, f"helm status {release}", "the output").get("labels") or {})
@@ -153,7 +155,8 @@ class PodTransport:
             self.kube.h("install", "-f", str(vf), "--labels", labels, "--timeout", f"{int(self.kube.timeout)}s",
                         "--", release, sister.chart_path())
         self.pod = release
-        self.say(f"sister {release} installed ({self.strategy}); waiting for it to run")
+        if not self.kube.dry_run:
+            self.say(f"sister {release} installed ({self.strategy}); waiting for it to run")
 
     def _debug_container(self) -> None:
         """A debug container in the production pod (no --target: it must not share PIDs with the
@@ -334,7 +337,8 @@ class PodTransport:
         self.session = None
         while self.installed:
             release = self.installed[0]
-            self.say(f"cleaning up: uninstalling {release}")
+            if not self.kube.dry_run:
+                self.say(f"cleaning up: uninstalling {release}")
             try:
                 self.kube.uninstall(release, self.kube.timeout)
                 self.kube.k("wait", "--for=delete", ref("pod", release), f"--timeout={int(self.kube.timeout)}s",

@@ -1,0 +1,291 @@
+"""k8s dry runs: `k8s capture --dry-run --from-manifest FILE` plans with no cluster at all (no
+kubeconfig, no kubectl or helm on PATH: a step that ran would fail the command), from a realistic
+vLLM deployment (tests/fixtures/k8s: TP 2 on 2 GPUs, the HF token from a Secret, the model cache
+on a PVC, probes), and prints the sister Pod and every argv; `k8s cleanup --dry-run` lists the real
+objects of the emulated cluster (../shared/kube) and removes none."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kernelscope.cli import main
+from kernelscope.k8s import sister
+from kernelscope.k8s.inspect import inspect
+from kernelscope.k8s.kubectl import Kube
+from test_k8s import NS, OWNED, deploy, kubectl, leftovers, wait_gone
+from test_k8s import cluster as cluster  # the session's cluster fixture, by name
+from toyk8s import planned_pods, toy
+
+K8S = Path(__file__).parent / "fixtures" / "k8s"
+APPLY, GOT = K8S / "vllm-tp2.yaml", K8S / "vllm-tp2-get.yaml"
+HF_TOKEN_VALUE = "hf_fixtureTokenValue_never_printed"  # in the fixture's Secret: never to be printed
+SERVE = ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--tensor-parallel-size", "2", "--port", "8000",
+         "--max-model-len", "8192", "--gpu-memory-utilization", "0.90"]
+
+
+@pytest.fixture
+def no_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KUBECONFIG names a file that is not there, and PATH holds no kubectl or helm."""
+    (tmp_path / "empty-bin").mkdir()
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+
+
+def plan(capsys: pytest.CaptureFixture[str], manifest: Path, *extra: str, ns: str = "inference") -> tuple[str, str]:
+    code = main(["k8s", "capture", "-n", ns, "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
+                 str(manifest.parent / "never-written"), "--dry-run", "--from-manifest", str(manifest),
+                 "--release", "ks-tp2", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert HF_TOKEN_VALUE not in out + err
+    assert "installed" not in err and "uninstalling" not in err and err == ""  # nothing said to have happened
+    return out, err
+
+
+def steps(out: str) -> list[tuple[str, list[str]]]:
+    """The printed steps as (tag, argv)."""
+    return [(m[1], shlex.split(m[2])) for m in re.finditer(r"^ *\d+\. \[(read|change)\] +(.*)$", out, re.M)]
+
+
+def check_sister(pod: dict[str, Any], release: str, kernel: str) -> None:
+    """The sister of the vLLM TP-2 deployment, field by field."""
+    meta, spec = pod["metadata"], pod["spec"]
+    assert pod["kind"] == "Pod" and pod["apiVersion"] == "v1" and meta["name"] == release
+    labels = meta["labels"]
+    expires = int(labels.pop(sister.EXPIRES_LABEL))
+    assert abs(expires - (time.time() + 3600)) < 60  # --ttl's default, from now
+    assert labels == {"app.kubernetes.io/name": "kernelscope-sister", "app.kubernetes.io/instance": release,
+                      sister.OWNER_LABEL: sister.OWNER, sister.CAPTURE_LABEL: labels[sister.CAPTURE_LABEL],
+                      sister.SISTER_OF_LABEL: "vllm-llama"}  # none of production's: its Service never selects it
+    assert re.fullmatch(r"[0-9a-f]{8}", labels[sister.CAPTURE_LABEL])
+    assert "annotations" not in meta  # the deployment's last-applied configuration is never copied
+    assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 3600
+    gpu, tools = spec["containers"]
+    assert gpu["name"] == "vllm" and gpu["image"] == "vllm/vllm-openai:v0.11.0" and "args" not in gpu
+    assert gpu["resources"]["limits"]["nvidia.com/gpu"] == "2" and gpu["resources"]["requests"]["nvidia.com/gpu"] == "2"
+    cmd = gpu["command"]
+    assert cmd[0] == "/kernelscope/ncu/ncu" and cmd[cmd.index("--target-processes") + 1] == "all"
+    assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu"  # TP 2: the launch window on each GPU
+    assert cmd[cmd.index("--kernel-name") + 1] == kernel and cmd[cmd.index("--profile-from-start") + 1] == "off"
+    assert cmd[cmd.index("-o") + 1].startswith("/kernelscope/reports/")
+    assert cmd[-len(SERVE) - 2:] == [*SERVE, "--profiler-config", '{"profiler": "cuda"}']  # vLLM's serving window
+    env = {e["name"]: e for e in gpu["env"]}
+    assert env["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
+    assert {"name": "model-cache", "mountPath": "/root/.cache/huggingface"} in gpu["volumeMounts"]
+    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "vllm-model-cache"}} in spec["volumes"]
+    assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in spec["volumes"]
+    assert gpu["readinessProbe"] == {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 5}
+    relaxed = math.ceil(3600 / 10)  # liveness and startup may fail for the whole capture window
+    assert gpu["livenessProbe"]["failureThreshold"] == relaxed and gpu["startupProbe"]["failureThreshold"] == relaxed
+    assert tools == {"name": "kernelscope-tools", "image": sister.DEFAULT_TOOLS_IMAGE, "command": ["sleep", "3600"],
+                     "volumeMounts": [{"name": "kernelscope-reports", "mountPath": "/kernelscope/reports"},
+                                      {"name": "kernelscope-ncu", "mountPath": "/kernelscope/ncu"}],
+                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
+    (install,) = spec["initContainers"]
+    assert install["name"] == "kernelscope-ncu-install" and install["image"] == sister.DEFAULT_TOOLS_IMAGE
+    assert install["command"] == ["cp", "-a", f"{sister.DEFAULT_NCU_HOME}/.", "/kernelscope/ncu/"]
+
+
+# -- no cluster: the plan from a manifest file ---------------------------------------------------------
+@pytest.mark.usefixtures("no_cluster")
+@pytest.mark.parametrize("manifest", [APPLY, GOT], ids=["apply-manifest", "kubectl-get-output"])
+def test_plan_from_a_manifest_with_no_cluster(manifest: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = plan(capsys, manifest)
+    (pod,) = planned_pods(out)
+    check_sister(pod, "ks-tp2", "regex:nvjet")
+    capture_id = pod["metadata"]["labels"][sister.CAPTURE_LABEL]
+    assert "sister pod ks-tp2: 1 replica (one bare Pod, restartPolicy Never, activeDeadlineSeconds 3600 s); " \
+           "deployment/vllm-llama keeps its 2 replica(s), untouched" in out
+    assert "GPU container vllm: image vllm/vllm-openai:v0.11.0, 2 x nvidia.com/gpu" in out
+    assert "secrets, by name only: hf-token (env HF_TOKEN of vllm)" in out
+    assert "[info] cluster-checks: not checked, no cluster was read: RBAC" in out
+    assert "node ?, pod none, 2 GPU worker process(es)" in out and "last-applied" not in out
+    assert "none was run: no cluster" in out and "(ran)" not in out
+    (status, install, cp, uninstall, wait) = steps(out)
+    assert status == ("read", ["helm", "-n", "inference", "status", "-o", "json", "--", "ks-tp2"])
+    tag, argv = install
+    assert tag == "change" and argv[:4] == ["helm", "-n", "inference", "install"] and argv[4] == "-f"
+    assert argv[5].endswith("/values.json") and argv[6:] == [
+        "--labels", f"{OWNED},{sister.CAPTURE_LABEL}={capture_id}", "--timeout", "600s", "--",
+        "ks-tp2", sister.chart_path()]
+    assert cp[0] == "read" and cp[1][:6] == ["kubectl", "-n", "inference", "cp", "--container=kernelscope-tools", "--"]
+    assert cp[1][6] == "inference/ks-tp2:/kernelscope/reports/01-nvjet.ncu-rep"
+    assert uninstall == ("change", ["helm", "-n", "inference", "uninstall", "--ignore-not-found", "--wait",
+                                    "--timeout", "600s", "--", "ks-tp2"])
+    assert wait == ("change", ["kubectl", "-n", "inference", "wait", "--for=delete", "pod/ks-tp2", "--timeout=600s"])
+    assert not (manifest.parent / "never-written").exists()
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_a_kubectl_get_list_as_json_plans_the_same_sister(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kubectl get deploy -o json` of several deployments is a kind: List; JSON is YAML."""
+    got = yaml.safe_load(GOT.read_text())
+    other = json.loads(json.dumps(got))
+    other["metadata"]["name"] = "other"
+    listed = tmp_path / "deployments.json"
+    listed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [other, got]}))
+    (from_list,) = planned_pods(plan(capsys, listed)[0])
+    (from_yaml,) = planned_pods(plan(capsys, GOT)[0])
+    assert from_list["spec"] == from_yaml["spec"]
+    check_sister(from_list, "ks-tp2", "regex:nvjet")
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_one_sister_per_kernel_each_planned(capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = plan(capsys, APPLY, "--kernel", "regex:flash", "--pod-per-kernel")
+    first, second = planned_pods(out)
+    check_sister(first, "ks-tp2", "regex:nvjet")
+    check_sister(second, "ks-tp2-2", "regex:flash")
+    installs = [argv[-2] for tag, argv in steps(out) if argv[3:4] == ["install"]]
+    uninstalls = [argv[-1] for tag, argv in steps(out) if argv[3:4] == ["uninstall"]]
+    assert installs == uninstalls == ["ks-tp2", "ks-tp2-2"]  # each removed before the next is installed
+
+
+def _attachable(tmp_path: Path) -> Path:
+    dep = yaml.safe_load(GOT.read_text())
+    dep["spec"]["template"]["spec"]["containers"][0]["command"] = ["ncu", "--mode", "launch", "vllm", "serve"]
+    path = tmp_path / "attachable.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    return path
+
+
+def _no_containers(tmp_path: Path) -> Path:
+    dep = yaml.safe_load(GOT.read_text())
+    dep["spec"]["template"]["spec"]["containers"] = []
+    path = tmp_path / "empty.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    return path
+
+
+def _bad_yaml(tmp_path: Path) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text("kind: Deployment\nmetadata: {name: vllm-llama\n")
+    return path
+
+
+@pytest.mark.usefixtures("no_cluster")
+@pytest.mark.parametrize(("make", "extra", "message"), [
+    (lambda _: APPLY, ["-n", "inference"], "--from-manifest plans a capture from a file, with no cluster: it needs "
+                                           "--dry-run"),
+    (lambda _: APPLY, ["--dry-run"], f"{APPLY}: deployment vllm-llama is in namespace inference, not default: pass "
+                                     "-n inference"),
+    (lambda _: APPLY, ["--dry-run", "-n", "inference", "--container", "sidecar"], "no container 'sidecar' "
+                                                                                  "(containers: vllm)"),
+    (_attachable, ["--dry-run", "-n", "inference", "--strategy", "direct"], "--strategy direct works inside the "
+     "running production pod, and vllm-llama has none that a plan from --from-manifest can name"),
+    (_no_containers, ["--dry-run", "-n", "inference"], "empty.yaml: deployment vllm-llama has no "
+                                                       "spec.template.spec.containers"),
+    (_bad_yaml, ["--dry-run", "-n", "inference"], "bad.yaml: manifest is not valid YAML at line 3"),
+], ids=["needs-dry-run", "namespace", "container", "direct", "no-containers", "bad-yaml"])
+def test_a_plan_that_cannot_be_made_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Any,
+                                                extra: list[str], message: str) -> None:
+    code = main(["k8s", "capture", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out", str(tmp_path / "o"),
+                 "--from-manifest", str(make(tmp_path)), *extra])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and not (tmp_path / "o").exists()
+    assert err.count("\n") == 1 and err.startswith("kernelscope: error: ") and message in err, err
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_the_file_names_what_it_holds_when_the_deployment_is_not_there(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["k8s", "capture", "-n", "inference", "deploy/llama", "--kernel", "regex:nvjet", "--out", "/tmp/o",
+                 "--dry-run", "--from-manifest", str(APPLY)]) == 2
+    assert capsys.readouterr().err == f"kernelscope: error: {APPLY}: no Deployment named llama (the file holds " \
+        "Secret/hf-token, PersistentVolumeClaim/vllm-model-cache, Deployment/vllm-llama)\n"
+
+
+def test_a_dry_run_with_no_cluster_and_no_file_says_how_to_plan_offline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    assert main(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet",
+                 "--out", str(tmp_path / "o"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kernelscope: error: ") and "kubectl" in err
+    assert err.rstrip().endswith("to plan without a cluster: --dry-run --from-manifest FILE (e.g. the output of "
+                                 "`kubectl get deploy vllm-llama -o yaml`)")
+
+
+# -- the cluster: cleanup --dry-run lists the real objects and removes none ---------------------------
+def _sisters(tmp_path: Path) -> None:
+    """Two sisters through helm (one expired), and a sister pod whose release record is gone."""
+    ins = inspect(Kube(NS), f"deploy/{deploy(toy('toy', NS))}", "tools")
+    for release, capture_id, ttl in (("ks-dry-old", "b2", -10), ("ks-dry-new", "a1", 3600)):
+        opts = sister.SisterOptions(release=release, capture_id=capture_id)
+        vals = sister.values(ins, opts, ["sleep", "3600"], now=time.time() + ttl - opts.ttl_s)
+        vf = tmp_path / f"{release}.json"
+        vf.write_text(json.dumps(vals))
+        subprocess.run(["helm", "-n", NS, "install", release, sister.chart_path(), "-f", str(vf), "--labels", OWNED],
+                       check=True, capture_output=True)
+    orphan = {sister.OWNER_LABEL: sister.OWNER, sister.CAPTURE_LABEL: "c3", sister.SISTER_OF_LABEL: "toy",
+              sister.EXPIRES_LABEL: str(int(time.time()) - 60)}
+    kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ks-dry-orphan", "namespace": NS, "labels": orphan},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}}))
+
+
+def _cleanup(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    assert main(["k8s", "cleanup", "-n", NS, "--dry-run", *extra]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "nothing was removed" in out
+    return re.findall(r"^  (\S+): ", out, re.M), steps(out)
+
+
+def test_cleanup_dry_run_lists_the_real_objects_and_removes_none(
+        cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _sisters(tmp_path)
+    before = leftovers()
+    assert sorted(before.split()) == sorted(["pod/ks-dry-new", "pod/ks-dry-old", "pod/ks-dry-orphan", "ks-dry-new",
+                                             "ks-dry-old"])
+    listed, done = _cleanup(capsys)
+    assert listed == ["ks-dry-old", "ks-dry-new", "pod/ks-dry-orphan"] or \
+        listed == ["ks-dry-new", "ks-dry-old", "pod/ks-dry-orphan"]  # helm lists its releases in its own order
+    reads = [(tag, argv) for tag, argv in done if tag == "read"]
+    assert [argv[:5] for _, argv in reads] == [["helm", "-n", NS, "list", "-q"],
+                                               ["kubectl", "-n", NS, "get", "pods"]]
+    assert reads[0][1][5:7] == ["-l", OWNED] and reads[1][1][5] == f"--selector={OWNED}"  # ours by the owner label
+    changes = sorted(" ".join(argv) for tag, argv in done if tag == "change")
+    assert changes == [f"helm -n {NS} uninstall --ignore-not-found --wait --timeout 600s -- ks-dry-new",
+                       f"helm -n {NS} uninstall --ignore-not-found --wait --timeout 600s -- ks-dry-old",
+                       f"kubectl -n {NS} delete pod/ks-dry-orphan --ignore-not-found --wait=true"]
+    assert leftovers() == before  # nothing removed
+
+    listed, _ = _cleanup(capsys, "--expired")
+    assert listed == ["ks-dry-old", "pod/ks-dry-orphan"]
+    assert main(["k8s", "cleanup", "-n", NS, "--dry-run", "--release", "ks-dry-new"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("  ks-dry-new: "))
+    assert re.fullmatch(r"  ks-dry-new: capture a1, sister of deployment/toy, expires \S+Z \(in 3[56]\d\d s\); labels "
+                        r"app.kubernetes.io/instance=ks-dry-new,app.kubernetes.io/managed-by=Helm,"  # helm adds one
+                        r"app.kubernetes.io/name=kernelscope-sister,kernelscope.dev/capture-id=a1,"
+                        r"kernelscope.dev/expires=\d+,kernelscope.dev/owner=kernelscope,kernelscope.dev/sister-of=toy",
+                        line), line
+    assert "would remove 1 object(s) from serving" in out and leftovers() == before
+
+    assert main(["k8s", "cleanup", "-n", NS]) == 0  # the real one removes all three
+    assert "removed: " in capsys.readouterr().out and wait_gone() == ""
+    kubectl("-n", NS, "delete", "deploy", "toy", "--ignore-not-found", "--wait=false")
+
+
+def test_the_printed_sister_is_what_helm_renders(cluster: None, tmp_path: Path) -> None:
+    """sister.pod (what a dry run prints) against `helm template` of the chart with the same values."""
+    doc = toy("annotated", NS)
+    doc["spec"]["template"]["metadata"]["annotations"] = {"prometheus.io/scrape": "true"}
+    ins = inspect(Kube(NS), f"deploy/{deploy(doc)}", "tools")
+    vals = sister.values(ins, sister.SisterOptions(release="ks-render", capture_id="c0ffee"), ["sleep", "3600"])
+    vf = tmp_path / "values.json"
+    vf.write_text(json.dumps(vals))
+    rendered = subprocess.run(["helm", "template", "ks-render", sister.chart_path(), "-f", str(vf)],
+                              capture_output=True, text=True, check=True).stdout
+    assert yaml.safe_load(rendered) == sister.pod("ks-render", vals)
+    assert vals["annotations"] == {"prometheus.io/scrape": "true"}
+    kubectl("-n", NS, "delete", "deploy", "annotated", "--wait=false")
