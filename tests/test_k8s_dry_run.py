@@ -289,3 +289,26 @@ def test_the_printed_sister_is_what_helm_renders(cluster: None, tmp_path: Path) 
     assert yaml.safe_load(rendered) == sister.pod("ks-render", vals)
     assert vals["annotations"] == {"prometheus.io/scrape": "true"}
     kubectl("-n", NS, "delete", "deploy", "annotated", "--wait=false")
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_the_shell_form_of_vllms_guide_plans_tensor_parallel_and_the_serving_window(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's Kubernetes guide runs `command: ["/bin/sh", "-c"]` with the whole `vllm serve ...` in
+    one string: still 2 GPU worker processes (per-GPU filter), vLLM known, and the profiler flag
+    appended inside the script (after it, the shell would take it as $0)."""
+    docs = list(yaml.safe_load_all(APPLY.read_text()))
+    dep = next(d for d in docs if d and d.get("kind") == "Deployment")
+    (gpu,) = [c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "vllm"]
+    gpu["command"] = ["/bin/sh", "-c"]
+    gpu["args"] = ["pip list >/dev/null && exec " + shlex.join(SERVE)]
+    shell_form = tmp_path / "vllm-tp2-sh.yaml"
+    shell_form.write_text(yaml.safe_dump_all([d for d in docs if d]))
+    out, _ = plan(capsys, shell_form)
+    (pod,) = planned_pods(out)
+    cmd = pod["spec"]["containers"][0]["command"]
+    assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu" and "2 GPU worker process(es)" in out
+    assert cmd[cmd.index("--profile-from-start") + 1] == "off"
+    assert cmd[-3:-1] == ["/bin/sh", "-c"]
+    flag = shlex.join(["--profiler-config", '{"profiler": "cuda"}'])
+    assert cmd[-1] == f"pip list >/dev/null && exec {shlex.join(SERVE)} {flag}"

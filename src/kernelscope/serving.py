@@ -7,6 +7,8 @@ Only what the command says is recorded; vLLM's defaults are named as such, never
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,11 +22,49 @@ SHORT = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-d
 FLAGS = ("--enforce-eager",)
 
 
+SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
+SEPARATORS = re.compile(r"\s*(?:;|&&|\|\|)\s*")
+
+
+def script_at(command: Sequence[str]) -> int | None:
+    """Where the script is in `sh -c SCRIPT` (`bash -lc`, `/bin/sh -ec` ...), the form vLLM's own
+    Kubernetes guide uses (`command: ["/bin/sh", "-c"]`, the server in args): None for an exec form."""
+    words = list(command)
+    if len(words) >= 3 and SHELLS.match(words[0]) and words[1].startswith("-") and "c" in words[1]:
+        return 2
+    return None
+
+
+def words(command: Sequence[str]) -> list[str]:
+    """The command's words, a `sh -c` script split as the shell would (its last simple command, the
+    server: `pip install x && exec vllm serve m` -> `vllm serve m`), then any words after the script
+    (`sh -c 'exec "$@"' vllm serve m`: the script's $0, $1...)."""
+    at = script_at(command)
+    if at is None:
+        return list(command)
+    try:
+        script = shlex.split(SEPARATORS.split(command[at])[-1])
+    except ValueError:
+        return list(command)
+    return [*script, *command[at + 1:]]
+
+
+def with_options(command: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """The command with options appended: to the end of a `sh -c` script (quoted) when the script is
+    the whole command, else to the argv (words after a script are its "$@")."""
+    at = script_at(command)
+    if at is None or len(command) > at + 1:
+        return [*command, *extra]
+    out = list(command)
+    out[at] = f"{out[at].rstrip()} {' '.join(shlex.quote(e) for e in extra)}"
+    return out
+
+
 def is_vllm(command: Sequence[str]) -> bool:
     """`vllm serve`, `python3 -m vllm.entrypoints.openai.api_server`, or a wrapper script whose name
-    says vllm (one handing its arguments to the server)."""
+    says vllm (one handing its arguments to the server); inside a `sh -c` script too."""
     return any(w == "vllm" or w.endswith("/vllm") or w.startswith("vllm.") or "vllm" in w.rsplit("/", 1)[-1]
-               for w in command)
+               for w in words(command))
 
 
 def _key(option: str) -> str:
@@ -34,21 +74,21 @@ def _key(option: str) -> str:
 def vllm_options(command: Sequence[str]) -> dict[str, str]:
     """The recorded options as given (`--opt V`, `--opt=V`, short forms), the flags as "true", and
     the model as the word after `serve` when no --model is given."""
-    words = list(command)
+    argv = words(command)
     out: dict[str, str] = {}
-    for i, word in enumerate(words):
+    for i, word in enumerate(argv):
         name, eq, value = word.partition("=")
         name = SHORT.get(name, name)
         if name in FLAGS:
             out[_key(name)] = "true"
         elif name in VLLM_OPTIONS:
-            given = value if eq else (words[i + 1] if i + 1 < len(words) else None)
+            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
             if given is not None and not (given.startswith("-") and not eq):
                 out[_key(name)] = given
-    if "model" not in out and "serve" in words:
-        at = words.index("serve") + 1
-        if at < len(words) and not words[at].startswith("-"):
-            out["model"] = words[at]
+    if "model" not in out and "serve" in argv:
+        at = argv.index("serve") + 1
+        if at < len(argv) and not argv[at].startswith("-"):
+            out["model"] = argv[at]
     return out
 
 

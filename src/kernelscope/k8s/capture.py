@@ -24,7 +24,7 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import context_of, is_vllm
+from ..serving import context_of, is_vllm, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect, parse_target
 from .kubectl import Kube, Step, check_name, ref
@@ -73,9 +73,9 @@ def serving_window(serving: list[str], window: Window | None) -> tuple[list[str]
     if not is_vllm(serving):
         raise PlanError("--window serving needs a vLLM server (its /start_profile opens the window); this command "
                         f"is not one: {' '.join(serving[:3])}…; use --window start with --launch-skip")
-    if vllm_cuda_profiler(serving):
+    if vllm_cuda_profiler(words(serving)):
         return serving, True
-    return [*serving, "--profiler-config", VLLM_CUDA_PROFILER], True
+    return with_options(serving, ["--profiler-config", VLLM_CUDA_PROFILER]), True
 
 
 @dataclass(frozen=True)

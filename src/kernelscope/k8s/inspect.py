@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
+from ..serving import words
 from .findings import GPU, Finding, Level, as_int, gpu_request, named
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
@@ -176,7 +177,8 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
                      cont.get("image", ""),
                      command, args, node and check_name("node", node, cluster=True),
                      pod_name and check_name("pod", pod_name, cluster=True),
-                     parallel_processes([*command, *args]), _server_port(cont, [*command, *args]), gpu_request(cont))
+                     parallel_processes(words([*command, *args])), _server_port(cont, words([*command, *args])),
+                     gpu_request(cont))
     _findings(kube, ins, cont, pod, tools_image)
     ins.findings += preflight(kube, ins, grant_cap, strategy == "direct") if manifest is None else \
         without_cluster(ins, grant_cap)
