@@ -141,3 +141,23 @@ def test_api_takes_a_path_and_gives_raw_counters(fx: Path) -> None:
     assert rec.metrics["gpu__time_duration.sum"] == pytest.approx(35_264)
     items, _ = kernelscope.analyze(fx / "decode_gemm.ncu-rep")
     assert items[0].record.metrics is rec.metrics or items[0].record.metrics == rec.metrics
+
+
+def test_op_refuses_the_shape_of_another_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelscope.capture import harness
+
+    out = str(tmp_path / "b")
+    for argv, message in ((["softmax", "--m", "8"], "op softmax takes no --m (it reads --dtype, --rows, --cols)"),
+                          (["gemm", "--rows", "8", "--causal"], "op gemm takes no --causal, --rows (it reads --dtype, "
+                                                                "--m, --n, --k)"),
+                          (["attention", "--dtype", "fp8"], "op attention --dtype fp8: only gemm has an fp8 path"),
+                          (["callable", "--dtype", "bf16", "--kernel", "k"], "op callable takes no --dtype")):
+        assert main(["op", *argv, "--out", out, "--dry-run"]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"kernelscope: error: {message}") and err.count("\n") == 1, err
+    with pytest.raises(SystemExit) as stop:  # the harness itself, as ncu runs it
+        harness.main(["softmax", "--m", "8"])
+    assert stop.value.code == 2 and "op softmax takes no --m" in capsys.readouterr().err
+    assert main(["op", "softmax", "--rows", "8", "--out", out, "--dry-run"]) == 0
+    assert "kernelscope.capture.harness softmax --dtype bf16 --rows 8 --cols 8192 --warmup 3 --iters 2\n" \
+        in capsys.readouterr().out

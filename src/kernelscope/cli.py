@@ -345,7 +345,9 @@ def cmd_capture(a: argparse.Namespace) -> int:
 
 def cmd_op(a: argparse.Namespace) -> int:
     from . import app
+    from .capture.harness import settle
 
+    settle(a)
     a.kernel = None
     a.launch_skip, a.launch_count = 0, 1
     req = app.OpRequest(harness=a, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
