@@ -18,6 +18,11 @@ from kernelscope.report.kernels import ranked
 from kernelscope.report.table import render_markdown
 
 MIXED = ("bundle_attn_causal", "gemm_basic.ncu-rep", "decode_gemm.ncu-rep", "divergent.ncu-rep")
+FLASH = ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4, (bool)0, "
+         "(bool)0, cutlass::bfloat16_t, Flash_kernel_traits<(int)128, (int)128, (int)64, (int)4, "
+         "cutlass::bfloat16_t>>, (bool)0, (bool)1, (bool)0, (bool)0, (bool)1, (bool)1, (bool)0, (bool)0>"
+         "(pytorch_flash::Flash_fwd_params)")
+MANY = Path(__file__).parent.parent / "bench" / "data" / "many.ncu-rep.gz"  # clamp, mul and add through one template
 
 
 def inputs(fx: Path) -> list[str]:
@@ -93,7 +98,7 @@ def test_kernel_internals_merge_keeps_other_keys_byte_identical(fx: Path, tmp_pa
                  '"notes": "keep \\u00e9 exactly"'):
         assert kept in text
     doc = json.loads(text)
-    k = doc["kernel_internals"]["per_kernel"]["flash_fwd_kernel"]
+    k = doc["kernel_internals"]["per_kernel"][FLASH]
     assert k["regs_per_thread"] == 255 and k["bound"] == "latency"
     assert k["ceiling_key"] == "h200-sxm.compute.bf16@mma.sync"  # the nearest roof: mma.sync's
     assert k["block_limit_factor"] == "registers+shared_mem" and doc["kernel_internals"]["method"]
@@ -167,3 +172,21 @@ def test_join_one_kernel_in_two_reports_still_matches_by_base_name(fx: Path, tmp
     shares.write_text("name,share %\ncunn_SoftMaxForwardReg,40.0\n")
     joined = join.join(items, {}, join.read_shares(shares))
     assert [r.samples_pct for r in joined.rows] == [40.0, 40.0] and joined.notes == ()
+
+
+def test_kernel_internals_keeps_every_instantiation(tmp_path: Path) -> None:
+    """bench/data/many: clamp, mul and add through vectorized_elementwise_kernel are three kernels,
+    each keyed by its full name with its own figures (once one key, holding one launch's)."""
+    bundle = tmp_path / "many"
+    bundle.mkdir()
+    shutil.copy(MANY, bundle)
+    assert main(["bundle", "kernel-internals", "--bundle", str(bundle)]) == 0
+    per_kernel = json.loads((bundle / "inference_perfbench_v1.json").read_text())["kernel_internals"]["per_kernel"]
+    elementwise = {op: k for k in per_kernel for op in ("clamp", "MulFunctor", "OnSelf_add") if op in k}
+    assert len(per_kernel) == 4 and len(elementwise) == 3
+    assert all(k.startswith("void at::native::vectorized_elementwise_kernel<(int)4, at::native::")
+               for k in elementwise.values())
+    got = {op: (round(per_kernel[k]["achieved_occupancy_pct"], 2), round(per_kernel[k]["arithmetic_intensity"], 4),
+                round(per_kernel[k]["pct_sol"], 2)) for op, k in elementwise.items()}
+    assert got == {"clamp": (25.50, 0.0, 16.79), "MulFunctor": (30.53, 0.2497, 19.81),
+                   "OnSelf_add": (32.52, 0.4994, 19.81)}
