@@ -143,6 +143,14 @@ def test_api_takes_a_path_and_gives_raw_counters(fx: Path) -> None:
     assert items[0].record.metrics is rec.metrics or items[0].record.metrics == rec.metrics
 
 
+def test_achievable_figures_are_in_the_table(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(fx / "bundle_attn_causal"), str(fx / "decode_gemm.ncu-rep"), "--achievable",
+                 str(fx / "measured-ceilings-h200.yaml")]) == 0
+    head, _, *rows = capsys.readouterr().out.splitlines()[1:5]
+    assert "ach comp %  ach mem %  next lever" in head
+    assert [r.split()[-3:] for r in rows] == [["38", "14", "wgmma-kernel"], ["4", "92", "batch-rows"]]
+
+
 def test_op_refuses_the_shape_of_another_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kernelscope.capture import harness
 
