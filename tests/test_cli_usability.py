@@ -141,3 +141,111 @@ def test_api_takes_a_path_and_gives_raw_counters(fx: Path) -> None:
     assert rec.metrics["gpu__time_duration.sum"] == pytest.approx(35_264)
     items, _ = kernelscope.analyze(fx / "decode_gemm.ncu-rep")
     assert items[0].record.metrics is rec.metrics or items[0].record.metrics == rec.metrics
+
+
+READING = [("analyze",), ("report",), ("roofline",), ("join",), ("bundle", "kernel-internals")]
+SHARED = ("--kernel", "--hw", "--ceilings", "--achievable")
+
+
+def test_every_verb_that_reads_reports_takes_inputs_and_options_one_way() -> None:
+    verbs = dict(leaves(parser()))
+    helps = {}
+    for path in READING:
+        acts = {a.option_strings[0] if a.option_strings else a.dest: a for a in verbs[path]._actions}
+        assert "inputs" in acts, path
+        for opt in SHARED:
+            helps.setdefault(opt, set()).add(acts[opt].help)
+    assert all(len(h) == 1 for h in helps.values()), helps  # one option, one meaning
+    for path, alias in ((("join",), "--ncu"), (("bundle", "kernel-internals"), "--bundle")):
+        acts = {a.option_strings[0]: a for a in verbs[path]._actions if a.option_strings}
+        assert "the earlier spelling, still accepted" in (acts[alias].help or "")
+
+
+def test_join_and_kernel_internals_take_positional_inputs(fx: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["join", str(fx / "decode_gemm.ncu-rep"), str(fx / "fp8_gemm.ncu-rep"), "--format", "json"]) == 0
+    assert [r["source"] for r in json.loads(capsys.readouterr().out)["kernels"]] == ["decode_gemm", "fp8_gemm"]
+    assert main(["join"]) == 2
+    assert capsys.readouterr().err == ("kernelscope: error: no input: name the .ncu-rep reports, ncu CSV exports (raw "
+                                       "or details page) or bundle directories as arguments\n")
+    assert main(["bundle", "kernel-internals", str(fx / "decode_gemm.ncu-rep")]) == 2
+    assert "decode_gemm.ncu-rep: not a bundle directory" in capsys.readouterr().err
+
+
+def test_achievable_figures_are_in_the_table(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(fx / "bundle_attn_causal"), str(fx / "decode_gemm.ncu-rep"), "--achievable",
+                 str(fx / "measured-ceilings-h200.yaml")]) == 0
+    head, _, *rows = capsys.readouterr().out.splitlines()[1:5]
+    assert "ach comp %  ach mem %  next lever" in head
+    assert [r.split()[-3:] for r in rows] == [["38", "14", "wgmma-kernel"], ["4", "92", "batch-rows"]]
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--details", "--format", "json"], "analyze --details: --format json holds every launch (one object each) with "
+                                        "its verdict, limiters and levers; the details are the table's"),
+    (["--details", "--format", "csv"], "analyze --details: --format csv holds every launch (one row each)"),
+    (["--details", "--format", "markdown"], "analyze --details: the markdown is the table and next levers for a PR"),
+    (["--details", "--out-dir", "OUT"], "analyze --details: --out-dir alone writes kernels.json and kernels.csv"),
+    (["--per-launch", "--format", "json"], "analyze --per-launch: --format json holds every launch (one object each) "
+                                           "already"),
+    (["--per-launch", "--out-dir", "OUT"], "analyze --per-launch: --out-dir alone writes kernels.json"),
+    (["--jobs", "4"], "analyze --jobs: the table is built in this process; --jobs reads a large input in parts"),
+    (["--jobs", "4", "--format", "markdown"], "analyze --jobs: the markdown is built in this process"),
+    (["--jobs", "4", "--format", "table", "--out-dir", "OUT"], "analyze --jobs: the table is built in this process"),
+])
+def test_an_option_that_does_not_apply_is_refused(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  extra: list[str], message: str) -> None:
+    out = tmp_path / "out"
+    argv = ["analyze", str(fx / "decode_gemm.ncu-rep"), *[str(out) if x == "OUT" else x for x in extra]]
+    assert main(argv) == 2
+    res = capsys.readouterr()
+    assert res.err.startswith(f"kernelscope: error: {message}") and res.err.count("\n") == 1 and res.out == ""
+    assert not out.exists()
+
+
+def test_achievable_where_nothing_shows_it_is_refused(fx: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    measured = str(fx / "measured-ceilings-h200.yaml")
+    assert main(["roofline", str(fx / "decode_gemm.ncu-rep"), "--achievable", measured, "--out",
+                 str(tmp_path / "r.png")]) == 2
+    assert "roofline --achievable: the plot draws the roofs of one ceilings file; to draw measured ones, give that " \
+           "file as --ceilings" in capsys.readouterr().err and not (tmp_path / "r.png").exists()
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    assert main(["bundle", "kernel-internals", str(bundle), "--achievable", measured]) == 2
+    assert "bundle kernel-internals --achievable: inference_perfbench_v1's kernel_internals has no figure against " \
+           "measured ceilings" in capsys.readouterr().err and not any(bundle.iterdir())
+
+
+def test_op_refuses_the_shape_of_another_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelscope.capture import harness
+
+    out = str(tmp_path / "b")
+    for argv, message in ((["softmax", "--m", "8"], "op softmax takes no --m (it reads --dtype, --rows, --cols)"),
+                          (["gemm", "--rows", "8", "--causal"], "op gemm takes no --causal, --rows (it reads --dtype, "
+                                                                "--m, --n, --k)"),
+                          (["attention", "--dtype", "fp8"], "op attention --dtype fp8: only gemm has an fp8 path"),
+                          (["callable", "--dtype", "bf16", "--kernel", "k"], "op callable takes no --dtype")):
+        assert main(["op", *argv, "--out", out, "--dry-run"]) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith(f"kernelscope: error: {message}") and err.count("\n") == 1, err
+    with pytest.raises(SystemExit) as stop:  # the harness itself, as ncu runs it
+        harness.main(["softmax", "--m", "8"])
+    assert stop.value.code == 2 and "op softmax takes no --m" in capsys.readouterr().err
+    assert main(["op", "softmax", "--rows", "8", "--out", out, "--dry-run"]) == 0
+    assert "kernelscope.capture.harness softmax --dtype bf16 --rows 8 --cols 8192 --warmup 3 --iters 2\n" \
+        in capsys.readouterr().out
+
+
+def test_join_names_each_figure_as_analyze_does(fx: Path) -> None:
+    """One name a figure: join's table is analyze's columns (same keys, same headings) and its own
+    profile columns; its JSON and CSV use the keys of the column spec."""
+    from kernelscope.columns import BY_NAME
+    from kernelscope.report import join, kernels
+
+    items, _ = kernelscope.analyze([fx / "decode_gemm.ncu-rep", fx / "fp8_gemm.ncu-rep"])
+    ours = [(c.key, c.heading) for c in kernels.table(kernels.ranked(items)).cols]
+    theirs = [(c.key, c.heading) for c in join.table(join.join(items, {}, {"x": 1.0})).cols]
+    assert [c for c in theirs if c[0] != "samples_pct"] == ours
+    assert ("pct_sol", "roof %") in ours and ("pct_sol_compute", "SoL comp %") in ours
+    assert set(join.FIGURES) <= set(BY_NAME)

@@ -105,7 +105,7 @@ def test_join_rows_are_checked_line_by_line(tmp_path: Path) -> None:
     assert cli([*join(p), "--format", "json"], klass=READS) == "handled"
     from kernelscope import app
 
-    joined = app.join([REPORT], p, None, "h200-sxm")
+    joined = app.join(app.AnalyzeRequest((REPORT,), hw="h200-sxm"), p, None)
     assert [(r.kernel, r.nsys_total_ms) for r in joined.rows] == [(KERNEL, 2.0)]
     assert not out.exists()
 

@@ -231,21 +231,27 @@ def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: P
                                how.title or figure_title(an, _header(an, None)["model"]), out, an.headline())
 
 
-def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
+def kernel_internals(req: AnalyzeRequest) -> list[Path]:
+    """Each input bundle's kernel_internals block, from its own kernels; every bundle is read and
+    judged before any file is written."""
     from .report.internals import write
 
-    an = analyze(AnalyzeRequest((bundle,), hw=hw))
-    return write(bundle, an.items, "ncu via kernelscope", f"kernelscope {__version__}")
+    for bundle in req.inputs:
+        if not bundle.is_dir():
+            raise InputError(bundle, "not a bundle directory (kernel_internals is written into a bundle's "
+                                     "inference_perfbench_v1.json)")
+    judged = [(bundle, analyze(replace(req, inputs=(bundle,))).items) for bundle in req.inputs]
+    return [write(bundle, items, "ncu via kernelscope", f"kernelscope {__version__}") for bundle, items in judged]
 
 
-def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | None = None,
+def join(req: AnalyzeRequest, nsys: Path | None, shares: Path | None,
          progress: Progress = lambda _: None) -> joining.Joined:
-    """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
-    sample shares, matched by name; the frontier weighted by the joined profile."""
+    """ncu figures of every input (a source column tells them apart) beside nsys totals and sample
+    shares, matched by name, ranked by the joined profile; the frontier weighted by it."""
     from .report import join as joining
 
     totals, samples = joining.read_nsys(nsys) if nsys else {}, joining.read_shares(shares) if shares else {}
-    an = analyze(AnalyzeRequest(tuple(ncu), hw=hw), progress)  # the profiles first: they are quick to refuse
+    an = analyze(req, progress)  # the profiles first: they are quick to refuse
     return joining.join(an.items, totals, samples, an.labels())
 
 
@@ -413,7 +419,7 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
 
 @dataclass(frozen=True)
 class OpRequest:
-    harness: argparse.Namespace  # parsed by a parser that called capture.harness.add_op_arguments
+    harness: argparse.Namespace  # parsed by a parser that called capture.harness.add_op_arguments, settled
     kernel: str | None
     capture: CaptureRequest  # its plan's kernels, window and target are filled in here
 

@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from . import __version__
 from . import argtypes as T
-from .errors import Interrupted, KernelscopeError, signals_interrupt
+from .errors import Interrupted, KernelscopeError, UsageError, signals_interrupt
 from .report.text import clean
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
@@ -51,9 +51,9 @@ EXAMPLES = {
     "campaign render": "kernelscope campaign render --campaign decode-h200 --out decode-h200.html",
     "campaign check": "kernelscope campaign check --campaign decode-h200 --strict --format markdown",
     "campaign export": "kernelscope campaign export --campaign decode-h200 --parquet out/",
-    "bundle": "kernelscope bundle kernel-internals --bundle bundles/gemm",
-    "bundle kernel-internals": "kernelscope bundle kernel-internals --bundle bundles/gemm",
-    "join": "kernelscope join --ncu bundles/gemm --ncu bundles/attn --nsys kern_sum.csv --format markdown",
+    "bundle": "kernelscope bundle kernel-internals bundles/gemm",
+    "bundle kernel-internals": "kernelscope bundle kernel-internals bundles/gemm bundles/attn",
+    "join": "kernelscope join bundles/gemm bundles/attn --nsys kern_sum.csv --format markdown",
     "diff": "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
     "ceilings": "kernelscope ceilings list",
     "ceilings list": "kernelscope ceilings list --format markdown",
@@ -162,11 +162,42 @@ def _file_out(raw: str) -> Path:
 
 
 def _analyze_request(a: argparse.Namespace) -> Any:
+    """The inputs and selection of a verb whose parser called _reading: positional inputs, then
+    those given by the alias (join's --ncu, bundle kernel-internals' --bundle)."""
     from .app import AnalyzeRequest
 
-    return AnalyzeRequest(tuple(Path(p) for p in a.inputs), kernel=a.kernel, hw=a.hw,
+    inputs = [*a.inputs, *(getattr(a, "alias_inputs", None) or ())]
+    if not inputs:
+        raise UsageError(f"no input: name the {a.inputs_are} as arguments")
+    return AnalyzeRequest(tuple(Path(p) for p in inputs), kernel=a.kernel, hw=a.hw,
                           ceilings=Path(a.ceilings) if a.ceilings else None,
-                          achievable=Path(a.achievable) if getattr(a, "achievable", None) else None)
+                          achievable=Path(a.achievable) if a.achievable else None)
+
+
+def _refuse(verb: str, checks: Sequence[tuple[object, str, str]]) -> None:
+    """An option given where it does not apply is an error saying why (exit 2), never ignored:
+    `checks` are (given here, the option, why it does not apply)."""
+    for given, option, why in checks:
+        if given:
+            raise UsageError(f"{verb} {option}: {why}")
+
+
+def _check_analyze(a: argparse.Namespace) -> None:
+    """analyze's format-bound options: --details and --per-launch shape the table (json and csv hold
+    every launch with every figure), --jobs the streamed documents."""
+    streamed = a.format in ("json", "csv") or (a.out_dir and not a.format)
+    holds = {"json": "--format json holds every launch (one object each)", "csv": "--format csv holds every launch "
+             "(one row each)"}.get(a.format, "--out-dir alone writes kernels.json and kernels.csv, which hold every "
+                                              "launch")
+    _refuse("analyze", (
+        (a.details and streamed, "--details", f"{holds} with its verdict, limiters and levers; the details are "
+                                              "the table's (--format table)"),
+        (a.details and a.format == "markdown", "--details", "the markdown is the table and next levers for a PR "
+                                                            "comment; the details are the table's (--format table)"),
+        (a.per_launch and streamed, "--per-launch", f"{holds} already; --per-launch is the table's and markdown's"),
+        (a.jobs and not streamed, "--jobs", f"the {a.format or 'table'} is built in this process; --jobs reads a "
+                                            "large input in parts for --format json or csv and --out-dir"),
+    ))
 
 
 def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
@@ -182,6 +213,7 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
     from .report.stream import default_jobs
 
+    _check_analyze(a)
     if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
         with _ticker() as tick:
             written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
@@ -218,6 +250,8 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_roofline(a: argparse.Namespace) -> int:
     from . import app
 
+    _refuse("roofline", ((a.achievable, "--achievable", "the plot draws the roofs of one ceilings file; to draw "
+                                                        "measured ones, give that file as --ceilings"),))
     with _ticker() as tick:
         out = app.roofline(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
     say(f"wrote {out}")
@@ -254,7 +288,10 @@ def cmd_campaign(a: argparse.Namespace) -> int:
 def cmd_kernel_internals(a: argparse.Namespace) -> int:
     from . import app
 
-    say(f"wrote {app.kernel_internals(Path(a.bundle), a.hw)}")
+    _refuse("bundle kernel-internals", ((a.achievable, "--achievable", "inference_perfbench_v1's kernel_internals "
+                                         "has no figure against measured ceilings; to hold pct_sol to them, give "
+                                         "that file as --ceilings"),))
+    say("wrote " + ", ".join(str(p) for p in app.kernel_internals(_analyze_request(a))))
     return 0
 
 
@@ -263,12 +300,19 @@ def cmd_join(a: argparse.Namespace) -> int:
     from .report import join, markdown, terminal
 
     with _ticker() as tick:
-        joined = app.join([Path(p) for p in a.ncu], Path(a.nsys) if a.nsys else None,
-                          Path(a.zymtrace) if a.zymtrace else None, a.hw, tick.step)
-    text = _show(join.table(joined), a.format, join.document(joined))
-    if a.format == "markdown":
+        joined = app.join(_analyze_request(a), Path(a.nsys) if a.nsys else None,
+                          Path(a.zymtrace) if a.zymtrace else None, tick.step)
+    fmt = a.format or "table"
+    if fmt == "csv":
+        emit(join.to_csv(joined))
+        return 0
+    text = _show(join.table(joined), fmt, join.document(joined))
+    unmatched = join.unmatched_table(joined)
+    if unmatched is not None and fmt in ("table", "markdown"):
+        text += "\n" + _show(unmatched, fmt)
+    if fmt == "markdown":
         text += markdown.frontier(joined.frontier)
-    elif a.format == "table" and joined.frontier:
+    elif fmt == "table" and joined.frontier:
         text += "\n" + "\n".join(terminal.frontier_lines(joined.frontier, _width())) + "\n"
     emit(text)
     return 0
@@ -345,7 +389,9 @@ def cmd_capture(a: argparse.Namespace) -> int:
 
 def cmd_op(a: argparse.Namespace) -> int:
     from . import app
+    from .capture.harness import settle
 
+    settle(a)
     a.kernel = None
     a.launch_skip, a.launch_count = 0, 1
     req = app.OpRequest(harness=a, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
@@ -482,19 +528,33 @@ def _format(p: argparse.ArgumentParser, extra: str = "") -> None:
                         "(for PR comments)" + extra)
 
 
-def _inputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", type=T.path,
-                   help=".ncu-rep, ncu CSV export (raw or details page), or a bundle dir")
+INPUTS = ".ncu-rep reports, ncu CSV exports (raw or details page) or bundle directories"
+
+
+def _reading(p: argparse.ArgumentParser, inputs: str = INPUTS, note: str = "", alias: str | None = None) -> None:
+    """The inputs and the options that pick kernels and their ceilings, the same on every verb that
+    reads reports; `alias`: the verb's earlier spelling of an input (--ncu, --bundle), still taken."""
+    p.add_argument("inputs", nargs="*" if alias else "+", type=T.path, help=inputs + note)
+    p.set_defaults(inputs_are=inputs)
+    if alias:
+        p.add_argument(alias, action="append", dest="alias_inputs", metavar="INPUT", type=T.path,
+                       help="an input, as a positional one: the earlier spelling, still accepted (repeatable)")
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
     p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm; see "
                                 "`kernelscope ceilings list`)")
     p.add_argument("--ceilings", type=T.path, help="a ceilings YAML file replacing the packaged datasheet one")
+    p.add_argument("--achievable", type=T.path, help="measured ceilings (kernelscope ceilings measure): each "
+                   "kernel's %%SoL of them beside the datasheet's (the table's ach comp %% and ach mem %%)")
+
+
+def _per_launch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-launch", action="store_true",
                    help="one row (and point) per launch instead of one per kernel")
 
 
 def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
-    _inputs(p)
+    _reading(p)
+    _per_launch(p)
     p.add_argument("--title", help="title (default: device, model and metric set from the context)")
     p.add_argument("--out", required=True, type=T.path, help=what)
 
@@ -540,10 +600,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="VERB")
 
     a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze)
-    _inputs(a)
-    a.add_argument("--achievable", type=T.path,
-                   help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
-    _format(a, "; json and csv hold every launch with every figure")
+    _reading(a)
+    _per_launch(a)
+    _format(a, "; json and csv hold every launch with every figure (--details and --per-launch are the table's)")
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
     a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
     a.add_argument("--jobs", type=T.positive, help="json, csv and --out-dir: processes that read a large raw CSV "
@@ -561,15 +620,15 @@ def parser() -> argparse.ArgumentParser:
     bu = _sub(sub, "bundle", "bundle tools", None)
     ki = _sub(bu.add_subparsers(dest="bundle_command", required=True), "kernel-internals",
               "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals, "bundle")
-    ki.add_argument("--bundle", required=True, type=T.path, help="the bundle directory")
-    ki.add_argument("--hw", help="ceilings key to use instead of the report's device")
+    _reading(ki, "bundle directories", " (each gets its own kernel_internals)", alias="--bundle")
 
     jo = _sub(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join)
-    jo.add_argument("--ncu", required=True, action="append", type=T.path, help="bundle or report (repeat for several)")
-    jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output")
-    jo.add_argument("--zymtrace", type=T.path, help="CSV of sample shares: name, share %%")
-    jo.add_argument("--hw", help="ceilings key to use instead of the report's device")
-    _format(jo)
+    _reading(jo, note=" (a source column tells them apart)", alias="--ncu")
+    jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output: ranks "
+                                                "the kernels")
+    jo.add_argument("--zymtrace", type=T.path, help="CSV of sample shares: name, share %% (ranks the kernels when "
+                                                    "no --nsys is given)")
+    _format(jo, "; json and csv name each kernel in full and list the profile rows that match none")
 
     di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
               extra="Kernels are matched by name (launches of a kernel together: mean time per launch). Columns\n"

@@ -106,12 +106,14 @@ class KernelGroup:
                              self.representative.next_levers)
 
 
-def group(items: Sequence[Assessment]) -> list[KernelGroup]:
-    """Groups in order of first appearance; launches inside a group longest first."""
+def group(items: Sequence[Assessment], across_reports: bool = False) -> list[KernelGroup]:
+    """Groups in order of first appearance; launches inside a group longest first. `across_reports`:
+    a kernel is its full name alone (the reports of one bundle), its source the first launch's."""
     found: dict[Key, list[Assessment]] = {}
     for a in items:
-        found.setdefault(identity(a.record), []).append(a)
-    return [KernelGroup(launches[0].record.name, full, source,
+        source, full = identity(a.record)
+        found.setdefault(("" if across_reports else source, full), []).append(a)
+    return [KernelGroup(launches[0].record.name, full, source or launches[0].record.source,
                         tuple(sorted(launches, key=lambda a: -(a.record.duration_ns or 0))))
             for (source, full), launches in found.items()]
 

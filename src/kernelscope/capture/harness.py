@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.categories import pattern
 from ..argtypes import amount, count, positive
+from ..errors import UsageError
 
 if TYPE_CHECKING:  # imported in work(): `kernelscope --help` builds the op parser and must start fast
     from ..manifest import Analytic
@@ -33,12 +34,43 @@ KERNELS: dict[str, str] = {
     "softmax": "regex:[Ss]oft[Mm]ax",
 }
 OPS = ("attention", "callable", "gemm", "rmsnorm", "softmax")
+# the options each op reads (argparse dests) with their defaults; every op also reads --warmup, --iters
+SHAPES: dict[str, dict[str, Any]] = {
+    "gemm": {"dtype": "bf16", "m": 4096, "n": 4096, "k": 4096},
+    "attention": {"dtype": "bf16", "batch": 4, "heads": 32, "seq": 2048, "head_dim": 128, "causal": False},
+    "rmsnorm": {"dtype": "bf16", "rows": 8192, "cols": 8192},
+    "softmax": {"dtype": "bf16", "rows": 8192, "cols": 8192},
+    "callable": {"callable": None, "arg": [], "flops": None, "bytes": None},
+}
+FP8_OPS = ("gemm",)  # torch._scaled_mm; the others have no fp8 path here
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def settle(a: argparse.Namespace) -> None:
+    """Refuse an option the op does not read (`op softmax --m 8` would have run 8192x8192 and said
+    nothing), then fill in the op's defaults; the others stay None, so they are not forwarded."""
+    mine = SHAPES[a.op]
+    given = [d for d in {d for shape in SHAPES.values() for d in shape} - set(mine) if getattr(a, d, None) is not None]
+    if given:
+        takes = ", ".join(_flag(d) for d in mine) or "none"
+        raise UsageError(f"op {a.op} takes no {', '.join(sorted(map(_flag, given)))} (it reads {takes})")
+    if a.op not in FP8_OPS and getattr(a, "dtype", None) == "fp8":
+        raise UsageError(f"op {a.op} --dtype fp8: only {', '.join(FP8_OPS)} has an fp8 path here "
+                         f"(bf16, fp16 or fp32)")
+    for dest, default in mine.items():
+        if getattr(a, dest, None) is None:
+            setattr(a, dest, default)
 
 
 def work(a: argparse.Namespace) -> Analytic:
     """Analytic FLOP and bytes of one call, from the shapes (conventions noted per op)."""
     from ..manifest import Analytic
 
+    if a.op == "callable":
+        return Analytic("callable", f"{a.callable}({', '.join(a.arg)})", a.flops, a.bytes, a.warmup, a.iters)
     b = DTYPE_BYTES[a.dtype]
     if a.op == "gemm":
         out = 2 if a.dtype == "fp8" else b  # fp8 _scaled_mm writes bf16
@@ -54,10 +86,8 @@ def work(a: argparse.Namespace) -> Analytic:
     if a.op == "rmsnorm":  # x*x, sum, x*rsqrt, *w: 4 FLOP an element (bytes are the figure that matters)
         return Analytic("rmsnorm", f"{a.dtype} RMSNorm {a.rows}x{a.cols}", 4.0 * n,
                         float(2 * n * b + a.cols * b), a.warmup, a.iters)
-    if a.op == "softmax":  # max, sub, exp, sum, div: 5 FLOP an element
-        return Analytic("softmax", f"{a.dtype} softmax {a.rows}x{a.cols}", 5.0 * n, float(2 * n * b),
-                        a.warmup, a.iters)
-    return Analytic("callable", f"{a.callable}({', '.join(a.arg)})", a.flops, a.bytes, a.warmup, a.iters)
+    # softmax: max, sub, exp, sum, div: 5 FLOP an element
+    return Analytic("softmax", f"{a.dtype} softmax {a.rows}x{a.cols}", 5.0 * n, float(2 * n * b), a.warmup, a.iters)
 
 
 def _torch() -> Any:
@@ -115,21 +145,23 @@ def call(a: argparse.Namespace) -> Callable[[], Any]:
 
 
 def add_op_arguments(p: argparse.ArgumentParser) -> None:
-    """The harness's options, defined once: the harness and `kernelscope op` both call this."""
+    """The harness's options, defined once: the harness and `kernelscope op` both call this. An
+    op's options default to None here and to their values in `settle`, which refuses the others."""
     p.add_argument("op", choices=OPS, help="the library op to call")
-    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPE_BYTES), help="operand precision (default bf16)")
-    p.add_argument("--m", type=positive, default=4096, help="GEMM rows of A and C (default 4096)")
-    p.add_argument("--n", type=positive, default=4096, help="GEMM columns of B and C (default 4096)")
-    p.add_argument("--k", type=positive, default=4096, help="GEMM reduction dimension (default 4096)")
-    p.add_argument("--batch", type=positive, default=4, help="attention batch (default 4)")
-    p.add_argument("--heads", type=positive, default=32, help="attention heads (default 32)")
-    p.add_argument("--seq", type=positive, default=2048, help="attention sequence length (default 2048)")
-    p.add_argument("--head-dim", type=positive, default=128, help="attention head dimension (default 128)")
-    p.add_argument("--causal", action="store_true", help="causal attention mask")
-    p.add_argument("--rows", type=positive, default=8192, help="rmsnorm/softmax rows (default 8192)")
-    p.add_argument("--cols", type=positive, default=8192, help="rmsnorm/softmax columns (default 8192)")
+    p.add_argument("--dtype", choices=sorted(DTYPE_BYTES), help="operand precision (default bf16; fp8: gemm only; "
+                                                                "callable: the dtypes of its --arg)")
+    p.add_argument("--m", type=positive, help="GEMM rows of A and C (default 4096)")
+    p.add_argument("--n", type=positive, help="GEMM columns of B and C (default 4096)")
+    p.add_argument("--k", type=positive, help="GEMM reduction dimension (default 4096)")
+    p.add_argument("--batch", type=positive, help="attention batch (default 4)")
+    p.add_argument("--heads", type=positive, help="attention heads (default 32)")
+    p.add_argument("--seq", type=positive, help="attention sequence length (default 2048)")
+    p.add_argument("--head-dim", type=positive, help="attention head dimension (default 128)")
+    p.add_argument("--causal", action="store_true", default=None, help="causal attention mask")
+    p.add_argument("--rows", type=positive, help="rmsnorm/softmax rows (default 8192)")
+    p.add_argument("--cols", type=positive, help="rmsnorm/softmax columns (default 8192)")
     p.add_argument("--callable", help="module:function for op 'callable'")
-    p.add_argument("--arg", action="append", default=[], help="tensor argument, e.g. bf16[8,8192] (repeat)")
+    p.add_argument("--arg", action="append", help="tensor argument, e.g. bf16[8,8192] (repeat)")
     p.add_argument("--flops", type=amount, help="analytic FLOP of one call (op 'callable')")
     p.add_argument("--bytes", type=amount, help="analytic DRAM bytes of one call (op 'callable')")
     p.add_argument("--warmup", type=count, default=3,
@@ -138,8 +170,8 @@ def add_op_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def harness_argv(ns: argparse.Namespace) -> list[str]:
-    """The harness command line for options parsed by a parser that called add_op_arguments:
-    every option defined there is forwarded, so the two can never disagree."""
+    """The harness command line for options parsed by a parser that called add_op_arguments and
+    settled: every option defined there that is set is forwarded, so the two can never disagree."""
     probe = argparse.ArgumentParser(add_help=False)
     add_op_arguments(probe)
     argv = [ns.op]
@@ -162,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kernelscope.capture.harness")
     add_op_arguments(p)
     a = p.parse_args(argv)
+    try:
+        settle(a)
+    except UsageError as exc:
+        p.error(str(exc))
     fn = call(a)
     for _ in range(a.warmup + a.iters):
         fn()

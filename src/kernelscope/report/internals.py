@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..analysis.groups import group
 from ..columns import PERFBENCH_V1, kernel_object
 from ..errors import InputError
 from ..files import parse_json, read_text, write_file
@@ -19,11 +20,14 @@ KEY = "kernel_internals"
 
 
 def block(items: Sequence[Assessment], method: str, tool: str) -> dict[str, Any]:
-    """The schema's own key names, each taken from the column it maps to (columns.PERFBENCH_V1)."""
+    """The schema's own key names, each taken from the column it maps to (columns.PERFBENCH_V1),
+    one entry a kernel keyed by its full name: two instantiations of one template (clamp and mul
+    through vectorized_elementwise_kernel) are two kernels, each with its own figures, those of
+    its representative launch (analysis.groups), as analyze's table shows them."""
     per_kernel = {}
-    for a in items:
-        obj = kernel_object(a)
-        per_kernel[a.record.name] = {theirs: obj[ours] for theirs, ours in PERFBENCH_V1.items()}
+    for g in group(items, across_reports=True):
+        obj = kernel_object(g.representative)
+        per_kernel[g.name_full] = {theirs: obj[ours] for theirs, ours in PERFBENCH_V1.items()}
     return {"captured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "method": method,
             "tool_version": tool, "per_kernel": per_kernel}
 

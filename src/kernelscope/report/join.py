@@ -12,21 +12,24 @@ Matching rules (never by timestamps), applied in order:
    (two instantiations of one template) is not matched this way: the profile's figure for it
    cannot be split between them, so both read as absent and the reason is given.
 
-The joined profile also weights the next-lever frontier: nsys totals (every launch of the run,
-which ncu's few captured launches are not) when given, else the sample shares.
+The joined profile ranks the kernels and weights the next-lever frontier: nsys totals (every
+launch of the run, which ncu's few captured launches are not) when given, else the sample shares.
+A profile row that matches no captured kernel is listed with its share (time ncu never looked at),
+never dropped. JSON and CSV name a kernel by its full name (`kernel`), as shown in `name`.
 """
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..analysis.frontier import FrontierItem
-from ..analysis.groups import Key
-from ..analysis.verdict import roof_pct, verdict_roof
+from ..analysis.verdict import verdict_roof
+from ..columns import kernel_object
 from ..errors import InputError
 from ..files import open_input
 from ..ingest import csv_pages
@@ -34,7 +37,8 @@ from ..ingest.names import kernel_name, template_name
 from ..ingest.units import parse_number
 from ..model import Assessment
 from . import kernels
-from .table import NAME, ORIGIN, Col, Table
+from .kernels import Ranked
+from .table import NAME, Col, CsvWriter, Table
 
 
 def itanium_base(name: str) -> str:
@@ -81,21 +85,6 @@ def match_key(name: str) -> str:
     for word, same in _WORDS.items():
         text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", same, text)
     return text
-
-
-@dataclass(frozen=True)
-class JoinRow:
-    rank: int
-    kernel: str
-    source: str
-    ncu_time_us: float | None  # the profiled launches' summed time
-    samples_pct: float | None
-    nsys_total_ms: float | None
-    dram_pct: float | None
-    sm_pct: float | None
-    roof: str | None  # the roof the verdict stands on (analysis.verdict.verdict_roof)
-    roof_pct: float | None  # % of it, at the kernel's clock
-    verdict: str
 
 
 PROFILE_LIMIT = 64 << 20  # an nsys or sampling summary: one row a kernel name
@@ -155,91 +144,244 @@ def read_shares(path: Path) -> dict[str, float]:
     return out
 
 
-def _lookup(table: Mapping[str, float], name: str) -> float | None:
-    if name in table:
-        return table[name]
-    lowered = {k.lower(): v for k, v in table.items()}
+def _lookup(names: Iterable[str], name: str) -> str | None:
+    """The base name of the profile's that `name` matches: equal, else equal ignoring case, else the
+    one that starts with the other (when only one does)."""
+    names = list(names)
+    if name in names:
+        return name
+    lowered = {k.lower(): k for k in names}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    hits = [v for k, v in table.items() if k and (k.startswith(name) or name.startswith(k))]
+    hits = [k for k in names if k and (k.startswith(name) or name.startswith(k))]
     return hits[0] if len(hits) == 1 else None
 
 
 class Profile:
-    """One whole-run profile's figures by name, looked up by the matching rules above."""
+    """One whole-run profile's figures by name, looked up by the matching rules above. It keeps which
+    of its rows a lookup took, so the rows that name no captured kernel are listed, not dropped."""
 
     def __init__(self, figures: Mapping[str, float]) -> None:
-        self.full: dict[str, float] = {}
-        self.by_base: dict[str, float] = {}
-        for name, v in figures.items():
-            key, short = match_key(name), base(name)
-            self.full[key] = self.full.get(key, 0.0) + v
-            self.by_base[short] = self.by_base.get(short, 0.0) + v
+        self.figures = dict(figures)
+        self.total = sum(self.figures.values())
+        self.full: dict[str, list[str]] = {}  # match key -> the profile's names
+        self.by_base: dict[str, list[str]] = {}
+        for name in self.figures:
+            self.full.setdefault(match_key(name), []).append(name)
+            self.by_base.setdefault(base(name), []).append(name)
+        self.taken: set[str] = set()
 
     def find(self, full: str, shared_base: bool) -> float | None:
-        hit = self.full.get(match_key(full))
-        if hit is not None or shared_base:
-            return hit
-        return _lookup(self.by_base, base(full))
+        names = self.full.get(match_key(full))
+        if names is None and not shared_base:
+            hit = _lookup(self.by_base, base(full))
+            names = None if hit is None else self.by_base[hit]
+        if names is None:
+            return None
+        self.taken.update(names)
+        return sum(self.figures[n] for n in names)
+
+    def share(self, value: float | None) -> float | None:
+        """`value` as a % of the profile's total."""
+        return None if value is None or not self.total else 100.0 * value / self.total
+
+    def left(self) -> dict[str, float]:
+        """The rows no lookup took."""
+        return {n: v for n, v in self.figures.items() if n not in self.taken}
+
+
+@dataclass(frozen=True)
+class JoinRow:
+    """A captured kernel (its launches together) and the joined profile's figures for it; None: the
+    profile does not name it."""
+
+    row: Ranked  # ranked by the joined profile's share when one is given: its `#` in every output
+    source: str  # the input it came from, as named on the command line
+    samples_pct: float | None
+    nsys_total_ms: float | None
+    nsys_pct: float | None  # of the nsys file's summed kernel time
+
+    @property
+    def rank(self) -> int:
+        return self.row.rank
+
+    @property
+    def kernel(self) -> str:
+        """The full name: the kernel's identity (two instantiations of a template are two kernels)."""
+        return self.row.group.name_full or self.row.group.name
+
+    @property
+    def name(self) -> str:
+        """As the table shows it (analysis.groups.display_names)."""
+        return self.row.name
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A profile row that names no captured kernel: time or samples ncu did not look at."""
+
+    kernel: str  # as the profile names it
+    samples_pct: float | None
+    nsys_total_ms: float | None
+    nsys_pct: float | None
+
+    @property
+    def share(self) -> float:
+        return self.nsys_pct if self.nsys_pct is not None else self.samples_pct or 0.0
 
 
 @dataclass(frozen=True)
 class Joined:
     rows: list[JoinRow]
+    unmatched: list[Unmatched]  # largest share first
     frontier: list[tuple[int, FrontierItem]]  # weighted by the joined profile when one matched
-    notes: tuple[str, ...]  # kernels a profile could not be matched to, and why
+    notes: tuple[str, ...]  # kernels a profile could not be matched to and why; provisional bounds
+    ranked_by: str  # "nsys totals", "sample shares" or "ncu time"
+    profiles: tuple[str, ...]  # which were joined: "nsys", "samples"
 
 
 def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping[str, float],
          labels: Mapping[str, str] | None = None) -> Joined:
-    """One row a kernel (its launches together, ranked by time), whatever report it came from."""
+    """One row a kernel (its launches together), whatever report it came from, ranked by the joined
+    profile's share (nsys totals when given, else the sample shares; kernels it does not name
+    after, by ncu time), and the profile rows that matched no kernel."""
     ranked = kernels.ranked(items)
     fulls: dict[str, set[str]] = {}  # base name -> the distinct kernels captured under it
     for r in ranked:
         fulls.setdefault(base(r.group.name_full), set()).add(match_key(r.group.name_full))
     by_nsys, by_shares = Profile(nsys), Profile(shares)
-    rows, notes = [], []
-    weights: dict[Key, float] = {}
+    found: list[tuple[Ranked, float | None, float | None]] = []
     for r in ranked:
-        a, full = r.lead, r.group.name_full
-        sharing = len(fulls[base(full)])
-        ms, pct = by_nsys.find(full, sharing > 1), by_shares.find(full, sharing > 1)
-        if sharing > 1 and (nsys or shares) and ms is None and pct is None:
-            notes.append(f"#{r.rank} {r.name}: {sharing} captured kernels share the base name "
-                         f"{base(full)!r} and the profile names none of them in full: its figure is not split")
-        weight = ms if nsys else pct
-        if weight is not None:
-            weights[(r.group.source, full)] = weight
-        roof = verdict_roof(a)
-        rows.append(JoinRow(r.rank, r.name, (labels or {}).get(a.record.source, a.record.source),
-                            None if r.total_ns is None else r.total_ns / 1e3, pct, ms,
-                            a.record.dram_throughput_pct, a.record.sm_busy_pct,
-                            None if roof is None else kernels.roof_name(roof), roof_pct(a),
-                            a.verdict))
-    basis = "nsys totals" if nsys else "sample shares"
-    front = kernels.kernel_frontier(ranked, weights or None, basis)
-    return Joined(rows, front, tuple(notes))
+        shared = len(fulls[base(r.group.name_full)]) > 1
+        found.append((r, by_shares.find(r.group.name_full, shared), by_nsys.find(r.group.name_full, shared)))
+
+    def weight(f: tuple[Ranked, float | None, float | None]) -> float | None:
+        return f[2] if nsys else f[1]
+
+    order = sorted(found, key=lambda f: (weight(f) is None, -(weight(f) or 0.0), f[0].rank))
+    labels = labels or {}
+    rows = [JoinRow(replace(r, rank=i), labels.get(r.group.source, r.group.source), pct, ms, by_nsys.share(ms))
+            for i, (r, pct, ms) in enumerate(order, 1)]
+    ranks = [j.row for j in rows]
+    notes = []
+    for j in rows:
+        sharing = len(fulls[base(j.row.group.name_full)])
+        if sharing > 1 and (nsys or shares) and j.nsys_total_ms is None and j.samples_pct is None:
+            notes.append(f"#{j.rank} {j.name}: {sharing} captured kernels share the base name "
+                         f"{base(j.row.group.name_full)!r} and the profile names none of them in full: its "
+                         "figure is not split")
+    weights = {(j.row.group.source, j.row.group.name_full): w for j, f in zip(rows, order, strict=True)
+               if (w := weight(f)) is not None}
+    basis = "nsys totals" if nsys else "sample shares" if shares else "ncu time"
+    left = [Unmatched(n, None, v, by_nsys.share(v)) for n, v in by_nsys.left().items()]
+    left += [Unmatched(n, v, None, None) for n, v in by_shares.left().items()]
+    left.sort(key=lambda u: -u.share)
+    return Joined(rows, left, kernels.kernel_frontier(ranks, weights or None, basis),
+                  (*notes, *kernels.bound_notes(ranks)), basis,
+                  tuple(p for p, given in (("nsys", nsys), ("samples", shares)) if given))
+
+
+# the profile's columns: key, heading, format, which profile fills it
+PROFILE_COLS: tuple[tuple[str, str, str, str], ...] = (
+    ("samples_pct", "samples %", ".1f", "samples"), ("nsys_total_ms", "nsys ms", ".3f", "nsys"),
+    ("nsys_pct", "nsys %", ".1f", "nsys"))
+UNMATCHED_SHOWN = 10
+RANKED_BY = {"nsys totals": "the nsys totals (every launch of the run)", "sample shares": "the sample shares",
+             "ncu time": "ncu time (no profile joined)"}
+
+
+def _profile_cols(joined: Joined) -> list[tuple[str, Col]]:
+    """The joined profiles' columns; the share that ranks is always shown, the others go when narrow."""
+    ranking = "nsys_pct" if "nsys" in joined.profiles else "samples_pct"
+    return [(key, Col(key, heading, kernels.number(spec), right=True, drop=0 if key == ranking else 4))
+            for key, heading, spec, profile in PROFILE_COLS if profile in joined.profiles]
 
 
 def table(joined: Joined, title: str = "") -> Table:
-    rows = joined.rows
-    cols = [Col("rank", "#", right=True), Col("kernel", "kernel", elide=NAME, code=True)]
-    several = len({r.source for r in rows}) > 1
-    if several:
-        cols.append(Col("source", "source", elide=ORIGIN))
-    cols += [Col("ncu_time_us", "ncu µs", kernels.number(".1f"), right=True, drop=4),
-             Col("samples_pct", "samples %", kernels.number(".1f"), right=True),
-             Col("nsys_total_ms", "nsys total ms", kernels.number(".3f"), right=True),
-             Col("dram_pct", "DRAM %", kernels.number(".0f"), right=True, drop=3),
-             Col("sm_pct", "SM %", kernels.number(".0f"), right=True, drop=2),
-             Col("roof", "roof", drop=5), Col("roof_pct", "roof %", kernels.number(".0f"), right=True),
-             Col("verdict", "verdict", drop=1)]
+    """analyze's kernel table (the same columns under the same names, the first lever included) with
+    the profile's figures after ncu's time, ranked as `join` ranks."""
+    by_rank = {j.rank: j for j in joined.rows}
+    extra = [(col, lambda r, key=key: getattr(by_rank[r.rank], key)) for key, col in _profile_cols(joined)]
+    labels = {j.row.group.source: j.source for j in joined.rows}
+    return kernels.table([j.row for j in joined.rows], labels, notes=joined.notes, extra=extra,
+                         title=title or f"{len(joined.rows)} kernel(s), ranked by {RANKED_BY[joined.ranked_by]}")
+
+
+def unmatched_table(joined: Joined) -> Table | None:
+    """The profile rows that name no captured kernel, largest first (the first UNMATCHED_SHOWN; JSON
+    and CSV hold every one)."""
+    if not joined.unmatched:
+        return None
+    shown = joined.unmatched[:UNMATCHED_SHOWN]
+    cols = [Col("kernel", "profile row", elide=NAME, code=True), *(c for _, c in _profile_cols(joined))]
     keys = [c.key for c in cols]
-    return Table(tuple(cols), [[getattr(r, k) for k in keys] for r in rows], title, joined.notes)
+    rest = joined.unmatched[len(shown):]
+    notes = (f"… {len(rest)} more ({_together(rest)}): every one in --format json or csv",) if rest else ()
+    return Table(tuple(cols), [[getattr(u, k) for k in keys] for u in shown],
+                 f"Not in the ncu capture: {len(joined.unmatched)} profile row(s) that match no captured kernel "
+                 f"({_together(joined.unmatched)})", notes)
+
+
+def _together(rows: Sequence[Unmatched]) -> str:
+    """What rows of the profile hold together, in each profile's terms."""
+    parts = []
+    nsys = [u.nsys_pct for u in rows if u.nsys_pct is not None]
+    samples = [u.samples_pct for u in rows if u.samples_pct is not None]
+    if nsys:
+        parts.append(f"{sum(nsys):.1f} % of nsys time")
+    if samples:
+        parts.append(f"{sum(samples):.1f} % of samples")
+    return ", ".join(parts) or "no share given"
+
+
+# a kernel's row in JSON and CSV: the names of analyze's columns (kernelscope/columns.py) and the table's
+FIGURES = ("pct_sol", "ceiling_key", *(name for name, *_ in kernels.FIGURES), "dram_throughput_pct", "sm_busy_pct")
+FIELDS = ("rank", "kernel", "name", "source", "launches", "duration_ns", "time_share_pct", "samples_pct",
+          "nsys_total_ms", "nsys_pct", "bound", "provisional", "roof", *FIGURES, "pct_of_achievable", "verdict",
+          "next_lever")
+
+
+def _fields(j: JoinRow, total_ns: float) -> dict[str, Any]:
+    """`duration_ns` is the kernel's captured launches summed, as in the table."""
+    r, a = j.row, j.row.lead
+    obj = kernel_object(a)  # its figures in range, as analyze writes them
+    roof = verdict_roof(a)
+    return {"rank": r.rank, "kernel": j.kernel, "name": j.name, "source": j.source, "launches": len(r.group.launches),
+            "duration_ns": r.total_ns, "time_share_pct": None if r.total_ns is None else 100.0 * r.total_ns / total_ns,
+            "samples_pct": j.samples_pct, "nsys_total_ms": j.nsys_total_ms, "nsys_pct": j.nsys_pct,
+            "bound": a.bound, "provisional": a.provisional, "roof": None if roof is None else kernels.roof_name(roof),
+            **{name: obj[name] for name in FIGURES}, "pct_of_achievable": obj["pct_of_achievable"],
+            "verdict": a.verdict, "next_lever": a.next_levers[0].rule if a.next_levers else None}
 
 
 def document(joined: Joined) -> dict[str, Any]:
-    """`join --format json`: the rows, the frontier as weighted, and the notes."""
-    return {"kernels": [asdict(r) for r in joined.rows],
+    """`join --format json`: the kernels, the profile rows that match none, the frontier as
+    weighted, and the notes."""
+    total = kernels.total_time([j.row for j in joined.rows])
+    return {"ranked_by": joined.ranked_by, "kernels": [_fields(j, total) for j in joined.rows],
+            "unmatched": [asdict(u) for u in joined.unmatched],
             "frontier": [{"rank": rank, **asdict(f)} for rank, f in joined.frontier],
             "notes": list(joined.notes)}
+
+
+ACHIEVABLE = tuple(f"pct_of_achievable.{key}" for key, _ in kernels.ACHIEVABLE)
+
+
+def to_csv(joined: Joined) -> str:
+    """`join --format csv`: one row a kernel (JSON's fields, pct_of_achievable as its two columns),
+    then one a profile row that matches no kernel (`matched` False, ncu's fields empty)."""
+    header = [f for f in FIELDS if f != "pct_of_achievable"]
+    header[header.index("verdict"):header.index("verdict")] = ACHIEVABLE
+    total = kernels.total_time([j.row for j in joined.rows])
+    rows = []
+    for j in joined.rows:
+        doc = _fields(j, total)
+        ach = doc.pop("pct_of_achievable") or {}
+        doc |= {name: ach.get(name.split(".", 1)[1]) for name in ACHIEVABLE}
+        rows.append([*(doc[h] for h in header), True])
+    rows += [[*(getattr(u, h, None) for h in header), False] for u in joined.unmatched]
+    buf = io.StringIO()
+    out = CsvWriter(buf)
+    out.writerow([*header, "matched"])
+    out.writerows(["" if v is None else v for v in row] for row in rows)
+    return buf.getvalue()

@@ -9,7 +9,7 @@ figures beside it."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -156,18 +156,28 @@ FIGURES: tuple[tuple[str, str, float, str, int], ...] = (
     ("achieved_occupancy_pct", "occ", 1.0, ".0f", 12),
 )
 # hidden when narrow, last to first: launches (1), time % (2), roof (3), next lever (6), then FIGURES
+# --achievable's figures (analysis/pipeline.py), beside the datasheet's SoL comp and SoL mem
+ACHIEVABLE: tuple[tuple[str, str], ...] = (("pct_compute", "ach comp %"), ("pct_memory", "ach mem %"))
+# a column a caller adds after `time %` (join's profile figures): the column and its value of a row
+Extra = tuple[Col, Callable[[Ranked], Any]]
+
+
+def _achievable(a: Assessment, key: str) -> Any:
+    return None if a.achievable is None else a.achievable.get(key)
 
 
 def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origin: str = "source",
           show_origin: bool | None = None, per_launch: bool = False, title: str = "",
-          notes: tuple[str, ...] = ()) -> Table:
+          notes: tuple[str, ...] = (), extra: Sequence[Extra] = ()) -> Table:
     """The kernel table. `labels` maps a report path to what the `origin` column shows (input
-    name, or campaign cell id); by default the column appears when rows come from several."""
+    name, or campaign cell id); by default the column appears when rows come from several. The
+    `ach` columns appear when the kernels were also held to measured ceilings (--achievable)."""
     labels = labels or {}
     several = len({labels.get(r.group.source, r.group.source) for r in rows}) > 1 if show_origin is None \
         else show_origin
     launches = not per_launch and any(len(r.group.launches) > 1 for r in rows)
     total = total_time(rows)
+    achievable = any(r.lead.achievable for r in rows)
     cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True)]
     if several:
         cols.append(Col(origin, origin, elide=ORIGIN))
@@ -177,10 +187,13 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         cols.append(Col("launch_id", "launch", right=True, drop=1))
     cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), number(".1f", 1e-3), right=True),
              Col("time_share_pct", "time %", number(".1f"), right=True, drop=2),
+             *[col for col, _ in extra],
              Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.rstrip("?"))),
-             Col("roof", "roof", drop=3), Col("roof_pct", "roof %", number(".0f"), right=True),
+             Col("roof", "roof", drop=3), Col("pct_sol", "roof %", number(".0f"), right=True),
              *[Col(name, heading(label, name, scale), number(spec, scale), right=True, drop=drop)
                for name, label, scale, spec, drop in FIGURES],
+             *[Col(f"pct_of_achievable.{key}", label, number(".0f"), right=True, drop=7)
+               for key, label in (ACHIEVABLE if achievable else ())],
              Col("next_lever", "next lever", drop=6)]
     out = []
     for r in rows:
@@ -193,8 +206,23 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         if per_launch:
             vals.append(a.record.launch_id)
         roof = verdict_roof(a)
-        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total, bound_cell(a),
-                 None if roof is None else roof_name(roof), roof_pct(a),
-                 *[value(a, name) for name, *_ in FIGURES], a.next_levers[0].rule if a.next_levers else None]
+        vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total,
+                 *[get(r) for _, get in extra], bound_cell(a), None if roof is None else roof_name(roof), roof_pct(a),
+                 *[value(a, name) for name, *_ in FIGURES],
+                 *[_achievable(a, key) for key, _ in (ACHIEVABLE if achievable else ())],
+                 a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)
     return Table(tuple(cols), out, title, notes)
+
+
+def bound_notes(rows: Sequence[Ranked]) -> list[str]:
+    """What the table's bound column cannot say by itself: which kernels are provisional or
+    unmeasured, and why (no FLOP/byte counters, so no %SoL)."""
+    out = []
+    for label, which in (("provisional (bound?)", "provisional"), ("unmeasured", "unmeasured")):
+        ranks = [f"#{r.rank}" for r in rows if (r.lead.provisional if which == "provisional"
+                                                else r.lead.bound == "unmeasured")]
+        if ranks:
+            out.append(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: no FLOP/byte "
+                       "counters, so no %SoL (capture with --set roofline); --details says which")
+    return out

@@ -87,12 +87,8 @@ def _render(items: Sequence[Assessment], headline: str, labels: Mapping[str, str
     if not per_launch and any(len(r.group.launches) > 1 for r in rows):
         hints.append("every launch: --per-launch")
     out = [render_text(kernels.table(rows, labels, per_launch=per_launch, title=headline), width, colour).rstrip("\n")]
-    for label, which in (("provisional (bound?)", "provisional"), ("unmeasured", "unmeasured")):
-        ranks = [f"#{r.rank}" for r in rows if (r.lead.provisional if which == "provisional"
-                                                else r.lead.bound == "unmeasured")]
-        if ranks:
-            out += wrap(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: no FLOP/byte "
-                        "counters, so no %SoL (capture with --set roofline); --details says which", width)
+    for note in kernels.bound_notes(rows):
+        out += wrap(note, width)
     front = frontier_lines(kernels.kernel_frontier(rows), width)
     if front:
         out += ["", *front]
