@@ -170,3 +170,11 @@ def test_join_one_kernel_in_two_reports_still_matches_by_base_name(fx: Path, tmp
     joined = join.join(items, {}, join.read_shares(shares))
     assert [r.samples_pct for r in joined.rows] == [40.0, 40.0] and joined.notes == ()
 
+
+def test_html_names_wrap_at_their_boundaries_and_stay_escaped() -> None:
+    from kernelscope.report.html import name_html
+
+    wrapped = "at::<wbr>native::<wbr>Fn&lt;<wbr>float,<wbr> 4&gt;_<wbr>k/<wbr>x"
+    assert name_html("at::native::Fn<float, 4>_k/x") == wrapped
+    assert name_html("<img src=x onerror=alert(1)>") == "&lt;<wbr>img src=x onerror=alert(1)&gt;"
+    assert name_html("a_") == "a_"  # no break opportunity after the last character

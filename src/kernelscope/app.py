@@ -213,7 +213,7 @@ def _render_report(an: Analysis, out: Path, how: Output, campaign: dict[str, Any
 
     ctx = _header(an, campaign)
     rows = ranked(an.items, how.per_launch)
-    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels, origin)
+    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels, origin, how.per_launch)
     progress("drawing the roofline and writing HTML")
     return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw, labels), page), out)
 
