@@ -89,7 +89,7 @@ def main() -> None:
         items, table = kernels(args.campaign)
         rows = ranked(items)
         labels = {a.record.source: a.record.source.split("/")[0] for a in items}
-        t, html = timed(lambda: render_html(rows, roofline_data.build(rows, table),
+        t, html = timed(lambda: render_html(rows, roofline_data.build(rows, table, labels=labels),
                                             Page("campaign", "bench", {}, labels, "cell")))
         print(f"campaign page   N={args.campaign:>7,}: {t:6.2f} s, {len(str(html)) / 1e6:.2f} MB "
               "(8 cells, cell column)")

@@ -35,7 +35,9 @@ def inputs(fx: Path) -> list[str]:
 def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
     items, table = kernelscope.analyze(inputs(fx))
     data = roofline_data.build(ranked(items), table)
-    assert [r.key for r in data.roofs] == ["h200-sxm.compute.fp32", "h200-sxm.compute.bf16"]
+    # each roof a kernel is held to: its precision, its tensor path (FA2: mma.sync), lowest first
+    assert [r.key for r in data.roofs] == ["h200-sxm.compute.fp32", "h200-sxm.compute.bf16@mma.sync",
+                                           "h200-sxm.compute.bf16@wgmma", "h200-sxm.compute.bf16"]
     assert [p.rank for p in data.points] == [1, 2, 3, 4]  # the table's ranks: most time first
     assert data.memory_key == "h200-sxm.memory.hbm"
     hollow = [p for p in data.points if not p.measured]
@@ -45,7 +47,7 @@ def test_roofline_geometry_and_hollow_unmeasured(fx: Path) -> None:
     assert hollow[0].tflops == pytest.approx(989 * 0.9332, rel=1e-3)  # ...by SM busy, never as measured
     decode = next(p for p in data.points if p.name.startswith("nvjet_sm90_tst_64x8"))
     assert decode.measured and decode.ai == pytest.approx(1_073_741_824 / 136_788_736)
-    assert decode.roof == "h200-sxm.compute.bf16" and decode.bound == "memory"
+    assert decode.roof == "h200-sxm.compute.bf16@wgmma" and decode.bound == "memory"
 
 
 def test_a_measured_zero_flop_kernel_is_listed_not_placed(fx: Path) -> None:
@@ -75,7 +77,7 @@ def test_roofline_files(fx: Path, tmp_path: Path, ext: str) -> None:
         # gemm_basic is provisional compute (hollow: no intensity), the GEMM compute, the fp8 GEMM latency
         assert sorted(re.findall(r'<g id="series-([a-z]+)-\d+"', text)) == ["compute", "compute", "latency",
                                                                             "memory"]
-        assert "bf16 roof 989 TFLOP/s, ridge 206 FLOP/B" in text and "AI unmeasured" in text
+        assert "bf16 (path unknown) roof 989 TFLOP/s, ridge 206 FLOP/B" in text and "AI unmeasured" in text
 
 
 def test_html_is_self_contained_with_context(fx: Path, tmp_path: Path) -> None:
@@ -281,3 +283,12 @@ def test_join_takes_analyzes_selection_and_ceilings(fx: Path, capsys: pytest.Cap
     assert main(["join", str(fx / "fp8_gemm.ncu-rep"), "--achievable", measured, "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert "| ach comp % | ach mem % | next lever |" in md and "| 14 | 70 | 47 | more-work-a-launch |" in md
+
+
+def test_html_names_wrap_at_their_boundaries_and_stay_escaped() -> None:
+    from kernelscope.report.html import name_html
+
+    wrapped = "at::<wbr>native::<wbr>Fn&lt;<wbr>float,<wbr> 4&gt;_<wbr>k/<wbr>x"
+    assert name_html("at::native::Fn<float, 4>_k/x") == wrapped
+    assert name_html("<img src=x onerror=alert(1)>") == "&lt;<wbr>img src=x onerror=alert(1)&gt;"
+    assert name_html("a_") == "a_"  # no break opportunity after the last character

@@ -213,9 +213,9 @@ def _render_report(an: Analysis, out: Path, how: Output, campaign: dict[str, Any
 
     ctx = _header(an, campaign)
     rows = ranked(an.items, how.per_launch)
-    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels, origin)
+    page = Page(how.title or figure_title(an, ctx["model"]), an.headline(), ctx, labels, origin, how.per_launch)
     progress("drawing the roofline and writing HTML")
-    return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw), page), out)
+    return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw, labels), page), out)
 
 
 def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
@@ -227,7 +227,7 @@ def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: P
     an = analyze(req, progress)
     rows = ranked(an.items, how.per_launch)
     progress("drawing the roofline")
-    return roofline_plot.write(roofline_data.build(rows, an.ceilings, req.hw),
+    return roofline_plot.write(roofline_data.build(rows, an.ceilings, req.hw, an.labels()),
                                how.title or figure_title(an, _header(an, None)["model"]), out, an.headline())
 
 

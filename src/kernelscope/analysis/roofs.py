@@ -6,6 +6,8 @@ roof at the measured clock decides and the datasheet figure stands beside it. ju
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import catalogue as C
 from ..ceilings import Ceiling, DeviceCeilings
 from ..model import KernelRecord, Limiter, LimiterKind
@@ -38,43 +40,78 @@ def _scaled(ceiling: Ceiling, clock: float | None, unit: str) -> tuple[float, fl
                          f"{clock / 1e6:.0f} MHz")
 
 
-def flop_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | None:
-    """The binding precision's peak; a tensor roof times its instruction path's share (mma.sync
-    reaches about 2/3 of the wgmma peak on Hopper)."""
-    cls = p.binding_class
-    if cls is None or p.pct_sol_compute is None or rec.flops is None or not rec.duration_ns:
-        return None
+@dataclass(frozen=True)
+class FlopPeak:
+    """The FLOP roof a precision class holds a kernel to, as its verdict reads it (and the roofline
+    draws it): the chip's peak at the clock the kernel ran at, times its tensor path's share."""
+
+    key: str  # the ceiling key, with @path for a tensor roof
+    name: str  # "tensor bf16 roof (mma.sync)", "fp32 SIMT roof"
+    unit: str
+    tflops: float  # the roof
+    chip: float  # the chip's peak at that clock (the datasheet figure when the clock is unknown)
+    ratio: float  # the path's share of the chip's peak (1: the chip's peak)
+    clock_hz: float | None  # the clock it is held at; None: the datasheet's
+    how: str  # how the chip's figure was had
+    notes: tuple[str, ...]  # what the roof is held to, where that is not the plain peak
+
+
+def flop_peak(rec: KernelRecord, dev: DeviceCeilings, cls: str) -> FlopPeak | None:
+    """The roof of precision class `cls` for this kernel; None when the device has no figure for it.
+    A tensor roof is the chip's peak times its instruction path's share (mma.sync reaches about 2/3
+    of the wgmma peak on Hopper)."""
     ceiling = dev.for_precision(cls)
+    if ceiling.value is None:
+        return None
     unit = "TOP/s" if cls == "tensor_int8" else "TFLOP/s"
     clock, capped = sm_clock(rec)
     chip, held_at, how = _scaled(ceiling, clock, unit)
-    achieved = rec.flops[cls] / (rec.duration_ns * 1e3)
-    parts = [capped] if capped else []
+    notes = [capped] if capped else []
     precision = cls.removeprefix("tensor_")
     tensor = cls.startswith("tensor_")
-    kind: LimiterKind = "tensor" if tensor else "simt"
     name = f"tensor {precision} roof ({rec.tensor_path or 'path unknown'})" if tensor else f"{precision} SIMT roof"
     key = f"{ceiling.key}@{rec.tensor_path}" if tensor and rec.tensor_path else ceiling.key
     path = dev.path_roof(rec.tensor_path) if tensor else None
     ratio = 1.0 if path is None or path.ratio is None else path.ratio
     if path is not None and path.ratio is None:
-        parts.append(f"no sourced {path.path} roof for {dev.hw_key}: held to the chip's peak")
-    elif ratio != 1.0 and path is not None:
-        parts.append(f"{path.path} reaches {100 * ratio:.0f} % of the chip's {chip:.0f} {unit}; "
-                     f"{100 * achieved / chip:.0f} % of the chip's roof")
+        notes.append(f"no sourced {path.path} roof for {dev.hw_key}: held to the chip's peak")
     elif tensor and rec.tensor_path is None:
-        parts.append("tensor path unknown: held to the chip's peak")
-    roof = chip * ratio
-    pct = 100 * achieved / roof
-    reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {roof:.0f} {unit} ({how})", *parts,
-                         f"{p.pct_sol_compute:.0f} % of the {ceiling.value:g} {unit} datasheet peak"])
-    return Limiter(kind, key, name, pct, p.pct_sol_compute, held_at, reading)
+        notes.append("tensor path unknown: held to the chip's peak")
+    return FlopPeak(key, name, unit, chip * ratio, chip, ratio, held_at, how, tuple(notes))
+
+
+def flop_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | None:
+    """The binding precision's roof (flop_peak), and how far the kernel is from it."""
+    cls = p.binding_class
+    if cls is None or p.pct_sol_compute is None or rec.flops is None or not rec.duration_ns:
+        return None
+    peak = flop_peak(rec, dev, cls)
+    if peak is None:
+        return None
+    achieved = rec.flops[cls] / (rec.duration_ns * 1e3)
+    unit, parts = peak.unit, list(peak.notes)
+    if peak.ratio != 1.0:
+        parts.append(f"{rec.tensor_path} reaches {100 * peak.ratio:.0f} % of the chip's {peak.chip:.0f} {unit}; "
+                     f"{100 * achieved / peak.chip:.0f} % of the chip's roof")
+    pct = 100 * achieved / peak.tflops
+    reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {peak.tflops:.0f} {unit} ({peak.how})",
+                         *parts, f"{p.pct_sol_compute:.0f} % of the {dev.for_precision(cls).value:g} {unit} "
+                                 "datasheet peak"])
+    kind: LimiterKind = "tensor" if cls.startswith("tensor_") else "simt"
+    return Limiter(kind, peak.key, peak.name, pct, p.pct_sol_compute, peak.clock_hz, reading)
+
+
+def hbm_peak(rec: KernelRecord, dev: DeviceCeilings) -> tuple[float, float | None, str] | None:
+    """The HBM roof at the DRAM clock the kernel ran at (TB/s), that clock (None: the datasheet's)
+    and how it was had; None when the device has no figure."""
+    return None if not dev.memory.value else _scaled(dev.memory, rec.dram_clock_hz, "TB/s")
 
 
 def hbm_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | None:
-    if rec.achieved_dram_tbps is None or p.pct_sol_memory is None or not dev.memory.value:
+    peak = hbm_peak(rec, dev)
+    if rec.achieved_dram_tbps is None or p.pct_sol_memory is None or peak is None:
         return None
-    roof, held_at, how = _scaled(dev.memory, rec.dram_clock_hz, "TB/s")
+    roof, held_at, how = peak
     pct = 100 * rec.achieved_dram_tbps / roof
     reading = (f"HBM {rec.achieved_dram_tbps:.2f} TB/s = {pct:.0f} % of {roof:.2f} TB/s ({how}); "
                f"{p.pct_sol_memory:.0f} % of the {dev.memory.value:g} TB/s datasheet figure")

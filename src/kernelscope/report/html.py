@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .kernels import Ranked, judgement, kernel_frontier, total_time
 from .kernels import table as kernel_table
-from .roofline_data import RooflineData
+from .roofline_data import RooflineData, origins
 from .roofline_plot import render_svg
 from .style import BOUND_ANSI, BOUND_COLOUR, stall_colour
 from .table import Table, cell
@@ -39,17 +40,20 @@ h1{font-size:20px;margin:0 0 2px}h2{font-size:16px;margin:26px 0 8px;border-bott
 .sub{color:#555;margin:0 0 10px}a{color:#1a5fb4}
 table{border-collapse:collapse;font-size:12.5px;width:100%}td,th{border:1px solid #e2e2e2;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f4f4f4;position:sticky;top:0;z-index:2}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.name{overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px;min-width:14em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}
+td.name{overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px;min-width:8em}
+td.kernel{min-width:16em}
 .unknown{color:#999}.mix{display:flex;height:22px;border-radius:3px;overflow:hidden;margin:4px 0}
 .mix span,.bar span{display:block;height:100%;color:#fff;font-size:11px;line-height:20px;overflow:hidden;
 white-space:nowrap;text-align:center}.bar{display:flex;height:20px;border:1px solid #ccc;min-width:300px}
 #tip{position:fixed;display:none;background:#fff;border:1px solid #888;padding:6px 8px;font-size:12px;
-white-space:pre-line;box-shadow:2px 2px 6px #0003;pointer-events:none;z-index:9;max-width:520px}
+white-space:pre-line;box-shadow:2px 2px 6px #0003;pointer-events:none;z-index:9;max-width:520px;
+overflow-wrap:anywhere}
 #roofline svg{width:100%;height:auto;display:block}.legend span{display:inline-block;width:10px;height:10px;
 margin:0 4px 0 12px;vertical-align:middle}.legend{font-size:12px}
 details{margin:6px 0;border:1px solid #e6e6e6;border-radius:4px;padding:4px 10px}
-summary{cursor:pointer;overflow-wrap:anywhere}ul.stands{font-size:12.5px;color:#333}
+summary{cursor:pointer;overflow-wrap:anywhere}ul.stands{font-size:12.5px;color:#333;overflow-wrap:anywhere}
+.from{color:#666;font-family:system-ui,sans-serif;font-weight:normal}
 .lever{margin:6px 0}.lever b{color:#111}.note{color:#555;font-size:12.5px}
 #frontier td:first-child{white-space:nowrap}#stalls td.name{width:34%}
 """ + bounds
@@ -87,6 +91,15 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
+_BREAK_AFTER = re.compile(r"(::|,|&lt;|_|/)(?!$)")  # on escaped text: `<` is `&lt;` there
+
+
+def name_html(value: object) -> str:
+    """A kernel name (or an input's), escaped, that wraps where a name divides: after `::`, `,`,
+    `<`, `_` and `/` (a <wbr> each); mid-token only where a piece is wider than its column."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", _e(value))
+
+
 def _json(value: object) -> str:
     """JSON that cannot end its <script> element or open a comment."""
     text = json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
@@ -102,10 +115,10 @@ def _table(t: Table, linked: set[int]) -> str:
         for c, v in zip(t.cols, row, strict=True):
             cls = ["num"] if c.right else []
             if c.elide:
-                cls.append("name")
+                cls += ["name", "kernel"] if c.key == "name" else ["name"]
             if c.colour and v is not None and (paint := c.colour(v)):
                 cls.append(f"c-{paint}")
-            text = _e(cell(c, v))
+            text = name_html(cell(c, v)) if c.elide else _e(cell(c, v))
             if c.key == "name" and row[0] in linked:
                 text = f"<a href='#v{row[0]}'>{text}</a>"
             tds.append(f"<td class='{' '.join(cls)}'>{text}</td>")
@@ -125,12 +138,20 @@ def _mix(rows: Sequence[Ranked]) -> str:
     return f"<p class='note'>Kernel time by verdict: {words}</p><div class='mix'>{spans}</div>"
 
 
-def _frontier(rows: Sequence[Ranked]) -> str:
+def _who(rank: int, name: str, source: str, where: Mapping[str, str] | None) -> str:
+    """`#rank name`, and the input it is from where the rows come from several (two kernels of one
+    name from two reports read apart)."""
+    origin = f" <span class='from'>{name_html(where[source])}</span>" if where and source in where else ""
+    return f"#{rank} {name_html(name)}{origin}"
+
+
+def _frontier(rows: Sequence[Ranked], where: Mapping[str, str] | None) -> str:
     items = kernel_frontier(rows)
     if not items:
         return "<p class='note'>no lever fired for any kernel</p>"
     trs = "".join(
-        f"<tr><td class='num'>{i}</td><td class='name'><a href='#v{rank}'>#{rank} {_e(f.kernel)}</a></td>"
+        f"<tr><td class='num'>{i}</td><td class='name'><a href='#v{rank}'>{_who(rank, f.kernel, f.source, where)}"
+        "</a></td>"
         f"<td class='num'>{'—' if f.time_share_pct is None else f'{f.time_share_pct:.0f} %'}</td>"
         f"<td><b>{_e(f.rule)}</b>: {_e(f.action)}</td>"
         f"<td>{_e(f.expected)}</td><td>{_e(f.confirm)}</td></tr>"
@@ -141,7 +162,9 @@ def _frontier(rows: Sequence[Ranked]) -> str:
             "expected gain x share of time / cost</p>")
 
 
-def _stalls(rows: Sequence[Ranked]) -> str:
+
+
+def _stalls(rows: Sequence[Ranked], where: Mapping[str, str] | None) -> str:
     shown = rows[:STALL_ROWS]
     weight: dict[str, float] = {}
     for r in shown:
@@ -151,7 +174,7 @@ def _stalls(rows: Sequence[Ranked]) -> str:
     trs = []
     for r in shown:
         stalls = r.lead.record.warp_stalls
-        name = f"<td class='name'>#{r.rank} {_e(r.name)}</td>"
+        name = f"<td class='name'>{_who(r.rank, r.name, r.group.source, where)}</td>"
         if stalls is None:
             trs.append(f"<tr>{name}<td class='unknown'>not collected (capture with --add stalls or --set full)"
                        "</td></tr>")
@@ -168,7 +191,7 @@ def _stalls(rows: Sequence[Ranked]) -> str:
             f"warp excluded; every reason present is drawn and named{more}</p>")
 
 
-def _verdict(r: Ranked, open_: bool) -> str:
+def _verdict(r: Ranked, open_: bool, where: Mapping[str, str] | None) -> str:
     a = r.lead
     rec = a.record
     limiters = "".join(f"<li>{_e(x)}</li>" for x in a.limiters)
@@ -176,8 +199,10 @@ def _verdict(r: Ranked, open_: bool) -> str:
                      f"confirm: {_e(lv.confirm)}</div>" for k, lv in enumerate(a.next_levers, 1))
     unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(rec.unmeasured))}</p>" if rec.unmeasured else ""
     roofs = f"ceilings {_e(a.compute_ceiling_key or '—')} and {_e(a.memory_ceiling_key)}"
-    stands = "".join(f"<li><b>{_e(label)}</b>: {_e(text)}</li>" for label, text in judgement(a))
-    return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>#{r.rank} {_e(r.name)}</b> — "
+    stands = "".join(f"<li><b>{_e(label)}</b>: {name_html(text) if label == 'full name' else _e(text)}</li>"
+                     for label, text in judgement(a))
+    who = _who(r.rank, r.name, r.group.source, where)
+    return (f"<details id='v{r.rank}'{' open' if open_ else ''}><summary><b>{who}</b> — "
             f"{_e(a.verdict)}</summary><ul class='stands'>{stands}</ul><p class='note'>{roofs}; "
             f"{len(r.group.launches)} launch(es), the representative one shown</p><ul>{limiters}</ul>{levers}"
             f"{unmeasured}</details>")
@@ -197,6 +222,7 @@ class Page:
     context: Mapping[str, str]  # the full context header (report.context)
     labels: Mapping[str, str]  # report path -> input name or campaign cell id
     origin: str = "source"  # what the labels are: "source" or "cell"
+    per_launch: bool = False  # one row a launch: the table says which launch
 
 
 def render_html(rows: Sequence[Ranked], data: RooflineData, page: Page) -> str:
@@ -209,19 +235,21 @@ def render_html(rows: Sequence[Ranked], data: RooflineData, page: Page) -> str:
         rest = sum(r.total_ns or 0.0 for r in rows[len(shown):]) / total_time(rows)
         more = (f"<p class='note'>{len(rows) - len(shown):,} more kernels ({100 * rest:.1f} % of time) are on the "
                 "roofline (hover) and in <code>kernelscope analyze --format csv</code></p>")
-    table = kernel_table(shown, page.labels, page.origin, show_origin=page.origin == "cell" or None)
-    verdicts = "".join(_verdict(r, i < 3) for i, r in enumerate(rows[:VERDICTS]))
+    table = kernel_table(shown, page.labels, page.origin, show_origin=page.origin == "cell" or None,
+                         per_launch=page.per_launch)
+    sources = origins(rows, page.labels)
+    verdicts = "".join(_verdict(r, i < 3, sources) for i, r in enumerate(rows[:VERDICTS]))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>{_e(page.title)}</title><style>{_css()}</style></head>
 <body><h1>{_e(page.title)}</h1><p class="sub">{_e(page.subtitle)} · <a href="#context">full context</a></p>
 {_mix(rows)}
-<h2 id="levers">Next levers</h2>{_frontier(rows)}
+<h2 id="levers">Next levers</h2>{_frontier(rows, sources)}
 <h2>Kernels ({len(rows):,})</h2>{_table(table, {r.rank for r in rows[:VERDICTS]})}{more}
 <h2>Roofline</h2><p class="note">hover a marker for its figures, click it for its row; numbers are the table's
 #; hollow markers: arithmetic intensity not measured, placed by SM busy against their family's ceiling</p>
 <div id="roofline">{svg}</div>
-<h2>Warp stalls</h2>{_stalls(rows)}
+<h2>Warp stalls</h2>{_stalls(rows, sources)}
 <h2>Verdicts and next levers per kernel</h2>{verdicts}
 <h2 id="context">Context</h2>{_context(page.context)}
 <div id="tip"></div><script type="application/json" id="points">{_json(hover)}</script><script>{SCRIPT}</script>
