@@ -26,9 +26,9 @@ from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .ingest import iter_inputs
 from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
+from .report.progress import Steps, metered, quiet
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
@@ -94,13 +94,13 @@ class Analysis:
                 f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
 
 
-def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysis:
+def analyze(req: AnalyzeRequest, progress: Steps = quiet) -> Analysis:
     """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
     regex that would have matched, when the exact name is part of a kernel's name)."""
     progress(f"reading and judging {len(req.inputs)} input(s)")
     judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                  achievable=req.achievable)
-    items = list(judge(iter_inputs(list(req.inputs))))
+    items = list(judge(metered(list(req.inputs), progress)))
     if not items:
         _no_match(req)
     return Analysis(req, items, judge.table, manifests)
@@ -115,7 +115,7 @@ RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
 
 
 def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, jobs: int = 1,
-                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[bytes] | None]:
+                   progress: Steps = quiet) -> tuple[list[Path], IO[bytes] | None]:
     """Judge and write as the launches stream past, keeping none of them: kernels.json and
     kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
     stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts. Each
@@ -136,8 +136,9 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
                                              if name in files]
         outs += [(fmt, spool)] if fmt and spool is not None else []
         sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
+        rows = any(kind == "csv" for kind, _ in outs)
         try:
-            if not drain(chunks(list(req.inputs), judge, jobs, any(kind == "csv" for kind, _ in outs)), sinks):
+            if not drain(chunks(list(req.inputs), judge, jobs, rows, progress), sinks):
                 _no_match(req)
         except BaseException:
             if spool is not None:
@@ -192,7 +193,7 @@ class Output:
     cells: tuple[Path, ...] = ()  # campaign cell directories: the origin column names the cell
 
 
-def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
+def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Steps = quiet) -> Path:
     """The self-contained HTML report."""
     from .campaign.store import read_config
 
@@ -218,7 +219,7 @@ def _render_report(an: Analysis, out: Path, how: Output, campaign: dict[str, Any
     return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw), page), out)
 
 
-def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
+def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Steps = quiet) -> Path:
     from .report import roofline_data, roofline_plot
     from .report.kernels import ranked
 
@@ -239,7 +240,7 @@ def kernel_internals(bundle: Path, hw: str | None = None) -> Path:
 
 
 def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | None = None,
-         progress: Progress = lambda _: None) -> joining.Joined:
+         progress: Steps = quiet) -> joining.Joined:
     """ncu figures of every --ncu input (a source column tells them apart) beside nsys totals and
     sample shares, matched by name; the frontier weighted by the joined profile."""
     from .report import join as joining
@@ -250,7 +251,7 @@ def join(ncu: Sequence[Path], nsys: Path | None, shares: Path | None, hw: str | 
 
 
 def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,
-         fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
+         fail_on: Sequence[str] = (), progress: Steps = quiet) -> diffing.Comparison:
     """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
     set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
     from .report import diff as diffing
