@@ -13,7 +13,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
+from .analysis.overshoot import Overshoots
 from .analysis.pipeline import judge_for
 from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
@@ -93,6 +94,17 @@ class Analysis:
         return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
                 f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
 
+    def warnings(self) -> list[str]:
+        """A line a kernel whose figures pass 100 % of a ceiling (analysis/overshoot.py)."""
+        found = Overshoots()
+        for a in self.items:
+            found.add(a)
+        return found.lines(self.ceilings.origin, _measured(self.request))
+
+
+def _measured(r: AnalyzeRequest) -> str | None:
+    return None if r.achievable is None else str(r.achievable)  # as ceilings.load names its origin
+
 
 def analyze(req: AnalyzeRequest, progress: Steps = quiet) -> Analysis:
     """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
@@ -115,10 +127,12 @@ RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
 
 
 def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, jobs: int = 1,
-                   progress: Steps = quiet) -> tuple[list[Path], IO[bytes] | None]:
+                   progress: Steps = quiet, warn: Callable[[str], None] = lambda _: None
+                   ) -> tuple[list[Path], IO[bytes] | None]:
     """Judge and write as the launches stream past, keeping none of them: kernels.json and
     kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
-    stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts. Each
+    stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts; `warn`:
+    told of each kernel past 100 % of a ceiling (Analysis.warnings) once all are written. Each
     output appears whole or not at all: on an error nothing is left in `out_dir` and the spool is
     dropped unread."""
     from .report.stream import chunks
@@ -136,9 +150,9 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
                                              if name in files]
         outs += [(fmt, spool)] if fmt and spool is not None else []
         sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
-        rows = any(kind == "csv" for kind, _ in outs)
+        rows, found = any(kind == "csv" for kind, _ in outs), Overshoots()
         try:
-            if not drain(chunks(list(req.inputs), judge, jobs, rows, progress), sinks):
+            if not drain(chunks(list(req.inputs), judge, jobs, rows, progress), sinks, found):
                 _no_match(req)
         except BaseException:
             if spool is not None:
@@ -146,6 +160,8 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
             raise
     if spool is not None:
         spool.seek(0)
+    for line in found.lines(judge.table.origin, _measured(req)):
+        warn(line)
     return [out_dir / name for name in names] if out_dir is not None else [], spool
 
 
