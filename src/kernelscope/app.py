@@ -13,7 +13,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -21,14 +21,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
+from .analysis.overshoot import Overshoots
 from .analysis.pipeline import judge_for
 from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .ingest import iter_inputs
 from .manifest import BundleManifest, NcuFacts
 from .model import Assessment
+from .report.progress import Steps, metered, quiet
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
@@ -93,14 +94,25 @@ class Analysis:
         return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
                 f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
 
+    def warnings(self) -> list[str]:
+        """A line a kernel whose figures pass 100 % of a ceiling (analysis/overshoot.py)."""
+        found = Overshoots()
+        for a in self.items:
+            found.add(a)
+        return found.lines(self.ceilings.origin, _measured(self.request))
 
-def analyze(req: AnalyzeRequest, progress: Progress = lambda _: None) -> Analysis:
+
+def _measured(r: AnalyzeRequest) -> str | None:
+    return None if r.achievable is None else str(r.achievable)  # as ceilings.load names its origin
+
+
+def analyze(req: AnalyzeRequest, progress: Steps = quiet) -> Analysis:
     """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
     regex that would have matched, when the exact name is part of a kernel's name)."""
     progress(f"reading and judging {len(req.inputs)} input(s)")
     judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
                                  achievable=req.achievable)
-    items = list(judge(iter_inputs(list(req.inputs))))
+    items = list(judge(metered(list(req.inputs), progress)))
     if not items:
         _no_match(req)
     return Analysis(req, items, judge.table, manifests)
@@ -115,10 +127,12 @@ RESULT_FILES = {"json": "kernels.json", "csv": "kernels.csv"}
 
 
 def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, jobs: int = 1,
-                   progress: Progress = lambda _: None) -> tuple[list[Path], IO[bytes] | None]:
+                   progress: Steps = quiet, warn: Callable[[str], None] = lambda _: None
+                   ) -> tuple[list[Path], IO[bytes] | None]:
     """Judge and write as the launches stream past, keeping none of them: kernels.json and
     kernels.csv into `out_dir` (when given), and `fmt` (json or csv, when given) into a spool for
-    stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts. Each
+    stdout, returned at its start; `jobs`: processes that may read a large raw CSV in parts; `warn`:
+    told of each kernel past 100 % of a ceiling (Analysis.warnings) once all are written. Each
     output appears whole or not at all: on an error nothing is left in `out_dir` and the spool is
     dropped unread."""
     from .report.stream import chunks
@@ -136,8 +150,9 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
                                              if name in files]
         outs += [(fmt, spool)] if fmt and spool is not None else []
         sinks: list[Sink] = [JsonSink(out, context) if kind == "json" else CsvSink(out) for kind, out in outs]
+        rows, found = any(kind == "csv" for kind, _ in outs), Overshoots()
         try:
-            if not drain(chunks(list(req.inputs), judge, jobs, any(kind == "csv" for kind, _ in outs)), sinks):
+            if not drain(chunks(list(req.inputs), judge, jobs, rows, progress), sinks, found):
                 _no_match(req)
         except BaseException:
             if spool is not None:
@@ -145,6 +160,8 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
             raise
     if spool is not None:
         spool.seek(0)
+    for line in found.lines(judge.table.origin, _measured(req)):
+        warn(line)
     return [out_dir / name for name in names] if out_dir is not None else [], spool
 
 
@@ -192,7 +209,7 @@ class Output:
     cells: tuple[Path, ...] = ()  # campaign cell directories: the origin column names the cell
 
 
-def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
+def report(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Steps = quiet) -> Path:
     """The self-contained HTML report."""
     from .campaign.store import read_config
 
@@ -218,7 +235,7 @@ def _render_report(an: Analysis, out: Path, how: Output, campaign: dict[str, Any
     return write_file(render_html(rows, roofline_data.build(rows, an.ceilings, an.request.hw, labels), page), out)
 
 
-def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Progress = lambda _: None) -> Path:
+def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: Steps = quiet) -> Path:
     from .report import roofline_data, roofline_plot
     from .report.kernels import ranked
 
@@ -245,7 +262,7 @@ def kernel_internals(req: AnalyzeRequest) -> list[Path]:
 
 
 def join(req: AnalyzeRequest, nsys: Path | None, shares: Path | None,
-         progress: Progress = lambda _: None) -> joining.Joined:
+         progress: Steps = quiet) -> joining.Joined:
     """ncu figures of every input (a source column tells them apart) beside nsys totals and sample
     shares, matched by name, ranked by the joined profile; the frontier weighted by it."""
     from .report import join as joining
@@ -256,7 +273,7 @@ def join(req: AnalyzeRequest, nsys: Path | None, shares: Path | None,
 
 
 def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,
-         fail_on: Sequence[str] = (), progress: Progress = lambda _: None) -> diffing.Comparison:
+         fail_on: Sequence[str] = (), progress: Steps = quiet) -> diffing.Comparison:
     """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
     set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
     from .report import diff as diffing

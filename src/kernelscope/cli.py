@@ -209,6 +209,10 @@ def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = 
     return terminal.render(an.items, an.headline(), an.labels(), _width(), _colour(), details, per_launch)
 
 
+def _warn(line: str) -> None:
+    say(f"warning: {line}")
+
+
 def cmd_analyze(a: argparse.Namespace) -> int:
     from . import app
     from .report.stream import default_jobs
@@ -217,7 +221,7 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
         with _ticker() as tick:
             written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
-                                                a.format, a.jobs or default_jobs(), tick.step)
+                                                a.format, a.jobs or default_jobs(), tick.step, _warn)
         if written:
             say("wrote " + ", ".join(str(p) for p in written))
         if spool is not None:
@@ -226,6 +230,8 @@ def cmd_analyze(a: argparse.Namespace) -> int:
         return 0
     with _ticker() as tick:
         an = app.analyze(_analyze_request(a), tick.step)
+    for line in an.warnings():
+        _warn(line)
     if a.out_dir:
         say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out_dir))))
     emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
@@ -434,12 +440,10 @@ def cmd_measure(a: argparse.Namespace) -> int:
 
 def cmd_ceilings_list(a: argparse.Namespace) -> int:
     from .ceilings import load
-    from .report.listing import ceilings_table
+    from .report.listing import ceilings_rows, ceilings_table
 
     cf = load(Path(a.ceilings) if a.ceilings else None)
-    table = ceilings_table(cf)
-    emit(_show(table, a.format, {"origin": cf.origin, "ceilings": [dict(zip([c.key for c in table.cols], row,
-                                                                              strict=True)) for row in table.rows]}))
+    emit(_show(ceilings_table(cf), a.format, {"origin": cf.origin, "ceilings": ceilings_rows(cf)}))
     return 0
 
 

@@ -17,6 +17,7 @@ from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest
 from ..model import Assessment, KernelRecord, RawKernel
 from ..serving import Serving, from_context
+from . import overshoot
 from .derive import derive
 from .roofline import place
 from .verdict import assess
@@ -119,7 +120,8 @@ class Judge:
         work = self._home(rec, self.analytic)
         if work is not None:
             a = counted_vs_analytic(a, work)
-        return a
+        over = overshoot.notes(a, self.table.origin, None if self.measured is None else self.measured.origin)
+        return replace(a, record=replace(rec, notes=rec.notes + over)) if over else a
 
 
 def judge_for(

@@ -65,9 +65,9 @@ def _head(path: Path) -> bytes:
         return fh.read(4096)
 
 
-def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
+def _read_plain(path: Path, shown: str, kind: str, sized: ncu_rep.Sized | None) -> Iterator[RawKernel]:
     if kind == "ncu-rep":
-        yield from ncu_rep.read(path, shown)
+        yield from ncu_rep.read(path, shown, sized=sized)
     elif kind == "csv":
         with open_input(path, what="report") as fh:
             yield from csv_pages.read(csv_pages.text(fh), shown)
@@ -77,8 +77,9 @@ def _read_plain(path: Path, shown: str, kind: str) -> Iterator[RawKernel]:
         raise InputError(shown, "neither an .ncu-rep report nor an ncu CSV export")
 
 
-def iter_file(path: Path) -> Iterator[RawKernel]:
-    """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error."""
+def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKernel]:
+    """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error.
+    `sized`: told how many launches a report holds before the first is read (progress)."""
     shown = str(path)
     try:
         head = _head(path)
@@ -92,11 +93,11 @@ def iter_file(path: Path) -> Iterator[RawKernel]:
                 inner = _head(plain)
                 if not inner:
                     raise InputError(shown, "empty file inside gzip")
-                for raw in _read_plain(plain, shown, sniff(inner)):
+                for raw in _read_plain(plain, shown, sniff(inner), sized):
                     count += 1
                     yield raw
         else:
-            for raw in _read_plain(path, shown, sniff(head)):
+            for raw in _read_plain(path, shown, sniff(head), sized):
                 count += 1
                 yield raw
     except OSError as exc:

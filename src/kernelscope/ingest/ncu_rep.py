@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ def _ncu_report() -> Any:
 
 
 NUMERIC_WANTED = tuple(sorted(NUMERIC))
+Sized = Callable[[int], None]  # told a report's launch count once it is open (progress)
 
 
 def _dims(metrics: dict[str, float], names: tuple[str, ...]) -> str | None:
@@ -169,14 +170,18 @@ def launches(path: Path) -> int:
         return _count(context)
 
 
-def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None) -> Iterator[RawKernel]:
+def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None,
+         sized: Sized | None = None) -> Iterator[RawKernel]:
     """One RawKernel per profiled launch, numbered across ranges like ncu's CSV "ID" column;
-    `start`, `stop`: only those launches (ingest/parts.py), the others left unread."""
+    `start`, `stop`: only those launches (ingest/parts.py), the others left unread; `sized`: told
+    the report's launch count once it is open."""
     shown = display or str(path)
     ncu_report = _ncu_report()
     reader = _Metrics(ncu_report, shown)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
     with _loaded(path, shown) as context:
+        if sized is not None:
+            sized(_count(context))
         first = 0  # the launch number of the range's first action
         for r in range(context.num_ranges()):
             rng = context.range_by_idx(r)

@@ -4,23 +4,36 @@ results. Built on the one table model, so every `--format` prints them the same 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..ceilings import CeilingsFile
 from .table import NAME, Col, Table
 
 
-def ceilings_table(cf: CeilingsFile) -> Table:
-    """One row a ceiling: its key (what outputs cite), value with unit, the devices it is for."""
-    cols = (Col("key", "key", code=True), Col("value", "value", lambda v: f"{v:g}", right=True),
-            Col("unit", "unit"), Col("devices", "selected by device name", drop=2),
-            Col("source", "source", elide=NAME, drop=1))
+def ceilings_rows(cf: CeilingsFile) -> list[dict[str, Any]]:
+    """One a ceiling: its key (what outputs cite), value with unit, the clock the figure is computed
+    at (verdicts scale a peak to the clock the kernel ran at; None: not sourced, the figure is used
+    as it is) and that clock's source, the devices it is for, and the figure's source."""
     rows = []
     for dev in cf.devices.values():
         match = ", ".join(dev.match) or "(only with --hw)"
-        rows.append([dev.memory.key, dev.memory.value, "TB/s", match, dev.memory.source])
-        for name, c in dev.compute.items():
-            rows.append([c.key, c.value, "TOP/s" if name == "int8" else "TFLOP/s", match, c.source or "—"])
-    return Table(cols, rows, f"ceilings in {cf.origin} (null: no sourced figure, shown as —)")
+        peaks = [("TB/s", dev.memory)]
+        peaks += [("TOP/s" if name == "int8" else "TFLOP/s", c) for name, c in dev.compute.items()]
+        rows += [{"key": c.key, "value": c.value, "unit": unit,
+                  "clock_mhz": None if c.clock_hz is None else c.clock_hz / 1e6,
+                  "clock_source": c.clock_source or None, "devices": match, "source": c.source or None}
+                 for unit, c in peaks]
+    return rows
+
+
+def ceilings_table(cf: CeilingsFile) -> Table:
+    """ceilings_rows as a table, without the clocks' sources (the JSON document holds them)."""
+    cols = (Col("key", "key", code=True), Col("value", "value", lambda v: f"{v:g}", right=True),
+            Col("unit", "unit"), Col("clock_mhz", "clock MHz", lambda v: f"{v:g}", right=True, drop=3),
+            Col("devices", "selected by device name", drop=2), Col("source", "source", elide=NAME, drop=1))
+    rows = [[row[c.key] for c in cols] for row in ceilings_rows(cf)]
+    return Table(cols, rows, f"ceilings in {cf.origin} (—: not sourced; a peak with a clock is scaled to the clock "
+                             "each kernel ran at)")
 
 
 def check_table(cells: int, failures: Sequence[str], notes: Sequence[str]) -> Table:

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from ..analysis.pipeline import Judge
 from ..errors import InputError, KernelscopeError, signals_interrupt
-from ..ingest import Inputs, expand, iter_file
+from ..ingest import Inputs, expand
 from ..ingest.csv_pages import NotSimple
-from ..ingest.parts import NO_LAUNCHES, Split, split
+from ..ingest.parts import NO_LAUNCHES, ReportSplit, Split, split
 from ..model import RawKernel
 from .pool import Pool, WorkerDied, pool
+from .progress import Steps, counted, metered_file, quiet, reading
 from .writers import Chunk, encode
 
 PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
@@ -76,20 +77,22 @@ def _quota(level: Path, v2: bool) -> int | None:
         return None
 
 
-def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False) -> Iterator[Chunk]:
+def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False, progress: Steps = quiet) -> Iterator[Chunk]:
     """Every input's launches, judged and encoded (`rows`: with their CSV lines), in input order;
-    `jobs` processes at most."""
+    `jobs` processes at most; `progress` told each file's launches (or parts) done of its total."""
     with ExitStack() as stack:
         workers: Pool | None = None
-        for path in expand(paths):
+        files = expand(paths)
+        for n, path in enumerate(files, 1):
+            what = reading(path, n, len(files))
             cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
             if cut is None:
-                yield from _here(judge, iter_file(path), rows)
+                yield from _here(judge, metered_file(path, what, progress), rows)
                 continue
             if workers is None:
                 stack.enter_context(signals_interrupt())  # an API caller's run too: the pool is ended
                 workers = stack.enter_context(pool(jobs))
-            yield from _in_parts(workers, 2 * jobs, judge, cut, rows)
+            yield from _in_parts(workers, 2 * jobs, judge, cut, rows, what, progress)
 
 
 def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk]:
@@ -98,20 +101,28 @@ def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk
         yield encode(batch, rows)
 
 
-def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool) -> Iterator[Chunk]:
-    """The parts' chunks in order, `window` parts in flight. At the first part the workers could not
-    read strictly, the rest of the file is read here in one stream (ingest/parts.py)."""
+def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool, what: str,
+              progress: Steps) -> Iterator[Chunk]:
+    """The parts' chunks in order, `window` parts in flight, each told to `progress` (a report's as
+    launches of its total, a CSV's as parts). At the first part the workers could not read strictly,
+    the rest of the file is read here in one stream (ingest/parts.py)."""
     seen = 0
+    launches = [cut.bounds[-1]] if isinstance(cut, ReportSplit) else None
     calls = ((_part, (judge, cut, i, rows)) for i in range(cut.parts))
+    progress(what, 0, launches[0] if launches else cut.parts, "launches" if launches else "parts")
     try:
         with closing(workers.ordered(calls, window)) as results:
             for i, done in enumerate(results):
                 if done is None:
-                    yield from _here(judge, cut.read_from(i, seen), rows)
+                    yield from _here(judge, counted(cut.read_from(i, seen), what, progress, launches, seen), rows)
                     return
                 chunk, read = done
                 seen += read
                 yield chunk
+                if launches:
+                    progress(what, seen, launches[0])
+                else:
+                    progress(what, i + 1, cut.parts, "parts")
     except WorkerDied:
         raise KernelscopeError(f"{cut.path}: a worker process reading it died (out of memory, or killed); "
                                "--jobs 1 reads it in this process") from None

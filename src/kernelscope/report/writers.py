@@ -13,13 +13,14 @@ import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 import orjson
 
 from ..analysis.frontier import FrontierItem, ranked
 from ..analysis.groups import Tally
+from ..analysis.overshoot import Overshoots
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
 from .table import CSV_EOL, FORMULA_START, CsvWriter, inert_text
@@ -36,6 +37,7 @@ class Chunk:
     kernels: list[bytes]  # each launch's kernel object as JSON
     tally: Tally
     csv: bytes | None = None  # the launches' CSV lines in FLAT's columns, CRLF-ended
+    over: Overshoots = field(default_factory=Overshoots)  # the kernels with figures past 100 % of a ceiling
 
 
 def dumps(obj: Any) -> bytes:
@@ -93,15 +95,16 @@ def _field(value: Any) -> str:
 
 def encode(items: Iterable[Assessment], rows: bool = False) -> Chunk:
     """Launches as a chunk; `rows`: with their CSV lines."""
-    kernels, tally = [], Tally()
+    kernels, tally, over = [], Tally(), Overshoots()
     lines: list[bytes] | None = [] if rows else None
     for a in items:
         obj = kernel_object(a)
         kernels.append(dumps(obj))
         tally.add(a)
+        over.add(a)
         if lines is not None:
             lines.append(csv_line(flat_values(obj)))
-    return Chunk(kernels, tally, None if lines is None else b"".join(lines))
+    return Chunk(kernels, tally, None if lines is None else b"".join(lines), over)
 
 
 class Sink(Protocol):
@@ -146,14 +149,16 @@ class CsvSink:
         pass
 
 
-def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink]) -> int:
+def drain(chunks: Iterable[Chunk], sinks: Sequence[Sink], over: Overshoots | None = None) -> int:
     """Every chunk into every sink, then the frontier of them all; then the sinks close. The count
-    of launches written."""
+    of launches written; `over` gathers the kernels past 100 % of a ceiling."""
     tally, count = Tally(), 0
     for chunk in chunks:
         for sink in sinks:
             sink.add(chunk)
         tally.merge(chunk.tally)
+        if over is not None:
+            over.merge(chunk.over)
         count += len(chunk.kernels)
     front = ranked(tally.summaries())
     for sink in sinks:
