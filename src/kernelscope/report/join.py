@@ -12,6 +12,11 @@ Matching rules (never by timestamps), applied in order:
    (two instantiations of one template) is not matched this way: the profile's figure for it
    cannot be split between them, so both read as absent and the reason is given.
 
+`pair` applies the same rules between two ncu captures (`diff`'s baseline and candidate): a kernel
+whose template arguments changed (a causal flash_fwd_kernel for a non-causal one) is paired by its
+base name when that base name is one kernel's on each side. ncu names are whole, so there the
+prefix rule, which is for profilers' truncated names, does not apply.
+
 The joined profile also weights the next-lever frontier: nsys totals (every launch of the run,
 which ncu's few captured launches are not) when given, else the sample shares.
 """
@@ -19,10 +24,10 @@ which ncu's few captured launches are not) when given, else the sample shares.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..analysis.frontier import FrontierItem
 from ..analysis.groups import Key
@@ -35,6 +40,8 @@ from ..ingest.units import parse_number
 from ..model import Assessment
 from . import kernels
 from .table import NAME, ORIGIN, Col, Table
+
+V = TypeVar("V")
 
 
 def itanium_base(name: str) -> str:
@@ -155,14 +162,52 @@ def read_shares(path: Path) -> dict[str, float]:
     return out
 
 
-def _lookup(table: Mapping[str, float], name: str) -> float | None:
+def lookup(table: Mapping[str, V], name: str, truncated: bool = True) -> V | None:
+    """A base name's entry by rule 2: equal, else case-insensitively, else (where a side may have
+    `truncated` its names) the one entry that starts with the other."""
     if name in table:
         return table[name]
     lowered = {k.lower(): v for k, v in table.items()}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    hits = [v for k, v in table.items() if k and (k.startswith(name) or name.startswith(k))]
+    hits = [v for k, v in table.items() if k and (k.startswith(name) or name.startswith(k))] if truncated else []
     return hits[0] if len(hits) == 1 else None
+
+
+def distinct(names: Iterable[str]) -> dict[str, set[str]]:
+    """Base name -> the distinct kernels (match keys) of `names` under it; a base name with more
+    than one names no one kernel, and rule 2 leaves it alone."""
+    out: dict[str, set[str]] = {}
+    for name in names:
+        out.setdefault(base(name), set()).add(match_key(name))
+    return out
+
+
+Pair = tuple[int | None, int | None, str | None]  # (left index, right index, the rule that paired them)
+
+
+def pair(left: Sequence[str], right: Sequence[str]) -> list[Pair]:
+    """Two captures' kernels, by full name, paired by the rules above: rule "name" (1) or "base
+    name" (2, never by prefix); the n-th kernel of a name with the n-th. In `left`'s order, then
+    what only `right` has, in its order."""
+    pending: dict[str, list[int]] = {}
+    for j, name in enumerate(right):
+        pending.setdefault(match_key(name), []).append(j)
+    firsts = [(i, q.pop(0) if (q := pending.get(match_key(name))) else None) for i, name in enumerate(left)]
+    rest = sorted(j for q in pending.values() for j in q)
+    ours, theirs = distinct(left), distinct(right)
+    by_base: dict[str, list[int]] = {}
+    for j in rest:
+        if len(theirs[base(right[j])]) == 1:
+            by_base.setdefault(base(right[j]), []).append(j)
+    out: list[Pair] = []
+    for i, hit in firsts:
+        how = None if hit is None else "name"
+        if hit is None and len(ours[base(left[i])]) == 1 and (q := lookup(by_base, base(left[i]), truncated=False)):
+            hit, how = q.pop(0), "base name"
+        out.append((i, hit, how))
+    taken = {hit for _, hit, _ in out}
+    return out + [(None, j, None) for j in rest if j not in taken]
 
 
 class Profile:
@@ -180,7 +225,7 @@ class Profile:
         hit = self.full.get(match_key(full))
         if hit is not None or shared_base:
             return hit
-        return _lookup(self.by_base, base(full))
+        return lookup(self.by_base, base(full))
 
 
 @dataclass(frozen=True)
@@ -194,9 +239,7 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
          labels: Mapping[str, str] | None = None) -> Joined:
     """One row a kernel (its launches together, ranked by time), whatever report it came from."""
     ranked = kernels.ranked(items)
-    fulls: dict[str, set[str]] = {}  # base name -> the distinct kernels captured under it
-    for r in ranked:
-        fulls.setdefault(base(r.group.name_full), set()).add(match_key(r.group.name_full))
+    fulls = distinct(r.group.name_full for r in ranked)
     by_nsys, by_shares = Profile(nsys), Profile(shares)
     rows, notes = [], []
     weights: dict[Key, float] = {}
