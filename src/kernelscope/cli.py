@@ -164,7 +164,7 @@ def _file_out(raw: str) -> Path:
 def _analyze_request(a: argparse.Namespace) -> Any:
     from .app import AnalyzeRequest
 
-    return AnalyzeRequest(tuple(Path(p) for p in a.inputs), kernel=a.kernel, hw=a.hw,
+    return AnalyzeRequest(tuple(Path(p) for p in getattr(a, "inputs", ())), kernel=a.kernel, hw=a.hw,
                           ceilings=Path(a.ceilings) if a.ceilings else None,
                           achievable=Path(a.achievable) if getattr(a, "achievable", None) else None)
 
@@ -279,7 +279,8 @@ def cmd_diff(a: argparse.Namespace) -> int:
     from .report import diff
 
     with _ticker() as tick:
-        cmp = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch, a.fail_on or (), tick.step)
+        cmp = app.diff(Path(a.baseline), Path(a.candidate), _analyze_request(a), a.allow_mismatch, a.fail_on or (),
+                       tick.step)
     title = f"diff: baseline {Path(a.baseline).name} → candidate {Path(a.candidate).name}"
     if a.format == "csv":
         emit(diff.to_csv(cmp))
@@ -484,12 +485,22 @@ def _format(p: argparse.ArgumentParser, extra: str = "") -> None:
 def _inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", type=T.path,
                    help=".ncu-rep, ncu CSV export (raw or details page), or a bundle dir")
+    _judging(p)
+    p.add_argument("--per-launch", action="store_true",
+                   help="one row (and point) per launch instead of one per kernel")
+
+
+def _judging(p: argparse.ArgumentParser) -> None:
+    """Which launches are judged, and against which ceilings (analyze and its kin, diff)."""
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
     p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm; see "
                                 "`kernelscope ceilings list`)")
     p.add_argument("--ceilings", type=T.path, help="a ceilings YAML file replacing the packaged datasheet one")
-    p.add_argument("--per-launch", action="store_true",
-                   help="one row (and point) per launch instead of one per kernel")
+
+
+def _achievable(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--achievable", type=T.path,
+                   help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
 
 
 def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -540,8 +551,7 @@ def parser() -> argparse.ArgumentParser:
 
     a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze)
     _inputs(a)
-    a.add_argument("--achievable", type=T.path,
-                   help="measured ceilings (kernelscope ceilings measure) beside the datasheet %%SoL")
+    _achievable(a)
     _format(a, "; json and csv hold every launch with every figure")
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
     a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
@@ -571,18 +581,25 @@ def parser() -> argparse.ArgumentParser:
     _format(jo)
 
     di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
-              extra="Kernels are matched by name (launches of a kernel together: mean time per launch). Columns\n"
-                    "show the figures that moved by 1 % or more. Inputs of any kind (bundle, .ncu-rep, CSV) are\n"
-                    "compared only when device, metric set, measured figures, shapes and model agree.\n"
+              extra="Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
+                    "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
+                    "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"
+                    "(%) for the rest, and as each gate reads it. Columns show time, the gated figures and those\n"
+                    "that moved by 1 % or more. The figures both sides measured are compared and those one side\n"
+                    "lacks are listed; a different device, shapes or model is refused (--allow-mismatch).\n"
+                    "A gate that could not be evaluated (a side did not measure its figure) has failed.\n"
                     + GATE_EXIT)
     di.add_argument("baseline", type=T.path, help="bundle, .ncu-rep or CSV export: the baseline")
     di.add_argument("candidate", type=T.path, help="bundle, .ncu-rep or CSV export: the candidate")
+    _judging(di)
+    _achievable(di)
     di.add_argument("--fail-on", action="append", metavar="GATE",
-                    help="FIGURE OP LIMIT[%%], repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
-                         "launch fails) or 'pct_sol<-3' (%%SoL down more than 3 points); exit 1 if any fails")
+                    help="FIGURE OP LIMIT UNIT, repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
+                         "launch fails), 'pct_sol<-3pt' (%%SoL down more than 3 points), 'warp_stalls.barrier>+2pt'; "
+                         "UNIT %% (relative), pt (points: percent figures only) or none (the figure's own unit: "
+                         "not on a percent figure); exit 1 if any kernel fails or a side did not measure the figure")
     di.add_argument("--allow-mismatch", action="store_true",
-                    help="compare even when device/metric set/measured figures/shapes/model differ")
-    di.add_argument("--hw", help="ceilings key to use instead of the reports' device")
+                    help="compare even when device/shapes/model differ")
     _format(di, "; csv: one row per kernel and figure")
 
     _k8s_parser(sub)
