@@ -1,5 +1,7 @@
-"""`diff` as a gate: kernels matched by name, the figures that moved, `--fail-on` thresholds and
-their exit codes, the context check on every input kind, markdown for a PR, and a closed pipe."""
+"""`diff` as a gate: kernels paired by name (join's rules), the figures that moved, `--fail-on`
+thresholds in the table's units and their exit codes, the comparison on the figures both sides
+measured, the context check on every input kind, --kernel/--ceilings/--achievable, goldens of every
+format, and a closed pipe."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pytest
 
 from kernelscope.cli import main
 from kernelscope.report.gates import Change, parse
+from kernelscope.report.join import pair as pair_names
 
 Variant = Callable[..., Path]
 
@@ -33,7 +36,7 @@ def test_gate_exit_codes(pair: Callable[[float], tuple[str, str]], capsys: pytes
     base, cand = pair(1.10)
     assert main(["diff", base, cand]) == 0  # no gate: report only
     out = capsys.readouterr().out
-    assert "moved" in out and "35.3 → 38.8 (+10.0 %)" in out
+    assert "moved" in out and "35.3 → 38.8 (+10.0%)" in out
     assert main(["diff", base, cand, "--fail-on", "duration_ns>+5%"]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "gate FAILED: 1 kernel(s) crossed duration_ns>+5%" in out
@@ -42,7 +45,7 @@ def test_gate_exit_codes(pair: Callable[[float], tuple[str, str]], capsys: pytes
     assert main(["diff", base, cand, "--fail-on", "achieved_tflops<-5%", "--fail-on", "duration_ns>+50%"]) == 1
     assert "achieved_tflops<-5%" in capsys.readouterr().out
     assert main(["diff", base, cand, "--fail-on", "duration_ns>+3000"]) == 1  # absolute: 3.5 µs slower > 3,000 ns
-    capsys.readouterr()
+    assert "35.3 → 38.8 (+10.0%, +3,526.4 ns)" in capsys.readouterr().out  # the cell shows what the gate reads
     assert main(["diff", cand, base, "--fail-on", "duration_ns>+5%"]) == 0  # faster passes
 
 
@@ -77,9 +80,11 @@ def test_csv_is_long_form(pair: Callable[[float], tuple[str, str]], capsys: pyte
     base, cand = pair(1.10)
     assert main(["diff", base, cand, "--format", "csv", "--fail-on", "duration_ns>+5%"]) == 1
     header, *rows = capsys.readouterr().out.splitlines()
-    assert header == "kernel,status,figure,baseline,candidate,change,change_pct,failed_gates"
+    assert header == ("kernel,candidate_kernel,matched_by,status,figure,unit,baseline,candidate,change,change_pct,"
+                      "failed_gates,unevaluated_gates")
     duration = next(r for r in rows if ",duration_ns," in r).split(",")
-    assert duration[1] == "FAIL" and float(duration[3]) == pytest.approx(35_264) and duration[-1] == "duration_ns>+5%"
+    assert duration[2:6] == ["name", "FAIL", "duration_ns", "ns"] and float(duration[6]) == pytest.approx(35_264)
+    assert duration[-2:] == ["duration_ns>+5%", ""]
 
 
 def test_kernels_only_on_one_side(fx: Path, tmp_path: Path, variant: Variant,
@@ -108,7 +113,7 @@ def test_summed_time_gates_what_a_match_by_name_cannot(fx: Path, tmp_path: Path,
     assert main(["diff", str(base), str(swapped), "--fail-on", "duration_ns>+5%"]) == 1
     out = capsys.readouterr().out
     assert "gate FAILED: summed kernel time crossed duration_ns>+5%" in out
-    assert "summed kernel time µs (all launches) 70.5 → 84.6 (+20.0 %)" in out
+    assert "summed kernel time µs (all launches) 70.5 → 84.6 (+20.0%)" in out
     faster = variant(raw, tmp_path / "d.csv", name="gemm_{i}_other_tile", copies=2, duration_factor=0.9)
     assert main(["diff", str(base), str(faster), "--fail-on", "duration_ns>+5%"]) == 0
 
@@ -129,40 +134,83 @@ def test_launches_of_a_kernel_compare_by_mean(fx: Path, tmp_path: Path, variant:
     cand = variant(fx / "decode_gemm-raw.csv", tmp_path / "b.csv", copies=5)
     assert main(["diff", str(base), str(cand), "--fail-on", "duration_ns>+1%"]) == 0
     out = capsys.readouterr().out
-    assert "3 → 5" in out and "35.3 → 35.3 (+0.0 %)" in out
-    assert "summed kernel time µs (one launch of each kernel: launch counts differ) 35.3 → 35.3 (+0.0 %)" in out
-
-
-def test_context_check_on_bare_reports(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A `basic` capture against a full one is refused even with no manifest to say so."""
-    assert main(["diff", str(fx / "gemm_basic.ncu-rep"), str(fx / "gemm_bf16.ncu-rep")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "measured figures differ: the baseline lacks achieved_dram_tbps" in err
-    assert main(["diff", str(fx / "gemm_basic.ncu-rep"), str(fx / "gemm_bf16.ncu-rep"), "--allow-mismatch"]) == 0
-    out = capsys.readouterr().out
-    assert "context differs (compared anyway, --allow-mismatch): measured figures differ" in out
-    assert "compute? → compute" in out  # provisional (basic: no FLOP or byte counters) against a roofline verdict
+    assert "3 → 5" in out and "35.3 → 35.3 (+0.0%)" in out
+    assert "summed kernel time µs (one launch of each kernel: launch counts differ) 35.3 → 35.3 (+0.0%)" in out
 
 
 def test_context_check_on_bundles(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A different device is refused; a different metric set is compared on the common figures."""
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(fx / "bundle_attn_causal", a)
     shutil.copytree(fx / "bundle_attn_causal", b)
     assert main(["diff", str(a), str(b), "--fail-on", "duration_ns>+1%"]) == 0
-    assert "1 same; summed kernel time µs (all launches) 492.9 → 492.9 (+0.0 %); gate passed" in capsys.readouterr().out
+    assert "1 same; summed kernel time µs (all launches) 492.9 → 492.9 (+0.0%); gate passed" in capsys.readouterr().out
     manifest = json.loads((b / "manifest.json").read_text())
-    manifest["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
     manifest["metric_set"] = "full"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["diff", str(a), str(b)]) == 0
+    assert "compared on the figures both sides measured (metric sets 'roofline' vs 'full'); both measured every " \
+           "compared figure" in capsys.readouterr().out
+    manifest["gpu"]["name"] = "NVIDIA H100 80GB HBM3"
     (b / "manifest.json").write_text(json.dumps(manifest))
     assert main(["diff", str(a), str(b)]) == 2
     err = capsys.readouterr().err
-    assert "contexts differ" in err and "device: 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'" in err
-    assert "metric_set: 'roofline' vs 'full'" in err
+    assert err.count("\n") == 1 and "contexts differ" in err and "metric_set" not in err
+    assert "device: 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'" in err
+
+
+# -- 1. gates in the units the table shows ---------------------------------------------------------
+def test_percent_figures_gate_in_points_or_relative(pair: Callable[[float], tuple[str, str]],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """%SoL 80.96 -> 73.60 (the kernel 10 % slower): -7.36 points, -9.09 % relative. Each gate reads
+    the change it names, and the cell shows it; a bare number on a percent figure is refused."""
+    base, cand = pair(1.10)
+    assert main(["diff", base, cand, "--format", "json", "--fail-on", "pct_sol<-8pt"]) == 0  # -7.4 points
+    sol = json.loads(capsys.readouterr().out)["kernels"][0]["figures"]["pct_sol"]
+    assert sol["baseline"] == pytest.approx(80.9577, abs=1e-4) and sol["candidate"] == pytest.approx(73.5979, abs=1e-4)
+    assert sol["change"] == pytest.approx(-7.3598, abs=1e-4) and sol["change_pct"] == pytest.approx(-100 / 11)
+    assert sol["unit"] == "% of the roof"
+    assert main(["diff", base, cand]) == 0
+    assert "81 → 74 (-7.4pt)" in capsys.readouterr().out  # points, the figure being a percent
+    assert main(["diff", base, cand, "--fail-on", "pct_sol<-8%"]) == 1  # -9.1 % relative
+    out = capsys.readouterr().out
+    assert "81 → 74 (-7.4pt, -9.1%)" in out and "gate FAILED: 1 kernel(s) crossed pct_sol<-8%" in out
+    assert main(["diff", base, cand, "--fail-on", "pct_sol<-8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pct_sol is a percent figure (% of the roof): write -8pt" in err
+
+
+GEMV = "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT"
+
+
+def test_map_keys_gate(fx: Path, sets_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`warp_stalls.barrier` and `flops.tensor_bf16` are figures like any other; on a capture that did
+    not collect the stalls the gate is not evaluated, which is said and does not pass."""
+    gates = ["--fail-on", "warp_stalls.barrier>+1pt", "--fail-on", "flops.tensor_bf16<-1%"]
+    gemv = str(fx / "decode_gemm.ncu-rep")
+    assert main(["diff", gemv, gemv, "--format", "json", *gates]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    figures = doc["kernels"][0]["figures"]
+    assert doc["passed"] and figures["warp_stalls.barrier"]["baseline"] == pytest.approx(0.013989, abs=1e-6)
+    assert figures["flops.tensor_bf16"]["baseline"] == 1_073_741_824 and figures["flops.tensor_bf16"]["change"] == 0
+    assert main(["diff", gemv, str(sets_dir / "ncu_roofline-torch.ncu-rep"), "--kernel", GEMV, *gates]) == 1
+    out = capsys.readouterr().out
+    assert "NOT EVALUATED" in out and "0.01399 → —" in out
+    assert f"#1 {GEMV}: not evaluated: warp_stalls.barrier>+1pt (unmeasured in the candidate)" in out
+    assert out.rstrip().endswith("gate NOT EVALUATED: 1 kernel(s) not evaluated on warp_stalls.barrier>+1pt")
 
 
 @pytest.mark.parametrize("expr,problem", [
-    ("duration_ns>>5%", "expected FIGURE OP LIMIT[%]"), ("verdict>5%", "'verdict' is not a number figure"),
+    ("duration_ns>>5%", "expected FIGURE OP LIMIT UNIT"), ("verdict>5%", "'verdict' is not a number figure"),
     ("duration>5%", "'duration' is not a number figure"), ("launch_id>0", "'launch_id' is not a number figure"),
+    ("pct_sol<-3", "pct_sol is a percent figure (% of the roof): write -3pt for a change of 3 points or -3% for one "
+                   "relative to the baseline"),
+    ("duration_ns>+5pt", "pt (points) is for percent figures; duration_ns is in ns: write +5% for a relative change "
+                         "or +5 for one in ns"),
+    ("warp_stalls>1pt", "'warp_stalls' is a map: name one of its number keys as warp_stalls.KEY, e.g. "
+                        "warp_stalls.barrier"),
+    ("warp_stalls.bar>1pt", "'bar' is not a number key of warp_stalls; use one of barrier, branch_resolving"),
+    ("limiter.kind>1%", "'kind' is not a number key of limiter; use one of pct, pct_datasheet, clock_hz"),
 ])
 def test_bad_gate_is_one_line(pair: Callable[[float], tuple[str, str]], capsys: pytest.CaptureFixture[str],
                               expr: str, problem: str) -> None:
@@ -174,10 +222,106 @@ def test_bad_gate_is_one_line(pair: Callable[[float], tuple[str, str]], capsys: 
 
 def test_gate_arithmetic() -> None:
     g = parse("duration_ns > +5 %")
-    assert (g.figure, g.op, g.limit, g.relative) == ("duration_ns", ">", 5.0, True)
+    assert (g.figure, g.op, g.limit, g.relative, g.text) == ("duration_ns", ">", 5.0, True, "duration_ns>+5%")
     assert g.fails(Change(100.0, 106.0)) and not g.fails(Change(100.0, 105.0))
     assert g.fails(Change(None, 1.0)) is None  # unmeasured: not evaluated, and said so
-    assert parse("pct_sol<-3").fails(Change(80.0, 76.0)) and not parse("pct_sol<-3").fails(Change(80.0, 78.0))
+    points, relative = parse("pct_sol<-3pt"), parse("pct_sol<-3%")
+    assert points.fails(Change(80.0, 76.0)) and not points.fails(Change(80.0, 78.0))
+    assert relative.fails(Change(80.0, 77.0)) and not relative.fails(Change(80.0, 78.0))  # -3.75 % vs -2.5 %
+    assert not parse("pipe_busy.tensor>=+10pt").relative and parse("pct_of_achievable.pct_memory<-1pt").figure
+
+
+# -- 2. compared on what both sides measured -----------------------------------------------------
+def test_different_counters_compare_on_the_common_figures(fx: Path, sets_dir: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """decode_gemm.ncu-rep against ncu's own roofline set of the same kernel (no occupancy, stall,
+    divergence or L2 byte counters): compared, and the figures left out are named per side."""
+    argv = ["diff", str(fx / "decode_gemm.ncu-rep"), str(sets_dir / "ncu_roofline-torch.ncu-rep"), "--kernel", GEMV]
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["left_out"] == {"baseline": [], "candidate": [
+        "achieved_active_warps_per_sm", "achieved_occupancy_pct", "branch_divergence_pct", "l2_bytes",
+        "register_spill_pct", "simt_efficiency_pct", "warp_stalls"]}
+    (k,) = doc["kernels"]
+    assert k["status"] == "moved" and k["matched_by"] == "name"
+    assert k["figures"]["achieved_occupancy_pct"]["candidate"] is None
+    assert k["figures"]["duration_ns"]["baseline"] == 35_264
+    assert main(argv) == 0
+    assert "compared on the figures both sides measured; left out: the candidate lacks achieved_active_warps_per_sm, " \
+           "achieved_occupancy_pct, branch_divergence_pct, l2_bytes" in capsys.readouterr().out
+
+
+def test_basic_against_full_compares_what_basic_measured(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A `basic` capture (no FLOP or byte counters) against a full one of the same GEMM, bare reports."""
+    assert main(["diff", str(fx / "gemm_basic.ncu-rep"), str(fx / "gemm_bf16.ncu-rep")]) == 0
+    out = capsys.readouterr().out
+    assert "left out: the baseline lacks achieved_dram_tbps, achieved_tflops, arithmetic_intensity" in out
+    assert "the candidate lacks" not in out and "context differs" not in out
+    assert "compute? → compute" in out  # provisional (basic: no FLOP or byte counters) against a roofline verdict
+
+
+# -- 3. renamed instantiations paired by base name -----------------------------------------------
+def test_renamed_instantiation_pairs_by_base_name(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """FA2's flash_fwd_kernel non-causal (attention_fa2) against causal (the bundle): one template
+    argument differs, so join's rule 2 pairs them, and the output says so."""
+    argv = ["diff", str(fx / "attention_fa2.ncu-rep.gz"), str(fx / "bundle_attn_causal"), "--allow-mismatch"]
+    assert main([*argv, "--format", "json"]) == 0
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert (k["kernel"], k["candidate_kernel"], k["matched_by"]) == (
+        "flash_fwd_kernel<…(bool)0…>", "flash_fwd_kernel<…(bool)1…>", "base name")
+    assert k["figures"]["duration_ns"]["baseline"] == 801_984 and k["figures"]["duration_ns"]["candidate"] == 492_928
+    assert main(argv) == 0
+    assert "#1 paired by base name: flash_fwd_kernel<…(bool)0…> (baseline) with flash_fwd_kernel<…(bool)1…> " \
+           "(candidate)" in capsys.readouterr().out
+
+
+def test_pairing_rules() -> None:
+    """join's rules between two captures: full name across demangler spellings, then a base name that
+    is one kernel's on each side; never a base name two kernels share, never by prefix."""
+    a1, a2, a3 = (f"void ns::k<(int){n}>(float*)" for n in (1, 2, 3))
+    assert pair_names([a1], ["void ns::k<1>(float *)"]) == [(0, 0, "name")]
+    assert pair_names([a1], [a2]) == [(0, 0, "base name")]
+    assert pair_names([a1, a2], [a1, a3]) == [(0, 0, "name"), (1, None, None), (None, 1, None)]  # k is two kernels
+    assert pair_names(["gemm"], ["gemm_splitk"]) == [(0, None, None), (None, 0, None)]
+
+
+# -- 4. --kernel, --ceilings, --achievable as on analyze -------------------------------------------
+def test_kernel_ceilings_and_achievable(fx: Path, sets_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The decode GEMV of a one-kernel report against the same kernel in a nine-kernel full capture,
+    held to the measured H200 ceilings (HBM 4.22 TB/s) as datasheet and as achievable."""
+    measured = str(fx / "measured-ceilings-h200.yaml")
+    argv = ["diff", str(fx / "decode_gemm.ncu-rep"), str(sets_dir / "full-torch.ncu-rep"), "--format", "json"]
+    assert main(argv) == 0
+    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 9
+    assert main([*argv, "--kernel", "regex:^nvjet_sm90_tst_64x8"]) == 0
+    (k,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert k["kernel"] == GEMV and k["figures"]["pct_sol"]["baseline"] == pytest.approx(80.958, abs=1e-3)
+    assert main([*argv, "--kernel", GEMV, "--ceilings", measured, "--achievable", measured,
+                 "--fail-on", "pct_of_achievable.pct_memory<-1pt"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    figures = doc["kernels"][0]["figures"]
+    tbps = figures["achieved_dram_tbps"]["baseline"]
+    assert figures["pct_sol"]["baseline"] == pytest.approx(100 * tbps / 4.22, rel=1e-3)
+    assert figures["pct_of_achievable.pct_memory"]["baseline"] == pytest.approx(100 * tbps / 4.22, rel=1e-3)
+    assert figures["pct_of_achievable.pct_memory"]["change"] == pytest.approx(2.05, abs=0.01) and doc["passed"]
+
+
+# -- goldens -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt,ext", [("table", "txt"), ("json", "json"), ("csv", "csv"), ("markdown", "md")])
+def test_golden_formats(fx: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                        golden: Callable[[str, str], None], fmt: str, ext: str) -> None:
+    """FA2 non-causal against causal: a base-name pair, figures one side lacks, a context mismatch
+    compared anyway, and a gate of each kind (passed, crossed, not evaluated)."""
+    monkeypatch.chdir(fx)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert main(["diff", "attention_fa2.ncu-rep.gz", "bundle_attn_causal", "--allow-mismatch", "--format", fmt,
+                 "--fail-on", "duration_ns>+5%", "--fail-on", "pct_sol<-5pt", "--fail-on",
+                 "warp_stalls.barrier>+1pt"]) == 1
+    out = capsys.readouterr().out
+    if fmt == "csv":  # RFC 4180 rows end in CRLF; the golden file is read as text
+        assert out.count("\r\n") == out.count("\n")
+        out = out.replace("\r\n", "\n")
+    golden(f"diff-fa2.{ext}", out)
 
 
 def test_closed_pipe_keeps_the_gate_and_prints_no_traceback(pair: Callable[[float], tuple[str, str]]) -> None:

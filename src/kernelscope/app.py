@@ -272,22 +272,25 @@ def join(req: AnalyzeRequest, nsys: Path | None, shares: Path | None,
     return joining.join(an.items, totals, samples, an.labels())
 
 
-def diff(baseline: Path, candidate: Path, hw: str | None = None, allow_mismatch: bool = False,
+def diff(baseline: Path, candidate: Path, judging: AnalyzeRequest | None = None, allow_mismatch: bool = False,
          fail_on: Sequence[str] = (), progress: Steps = quiet) -> diffing.Comparison:
-    """Kernel-by-kernel comparison, refused when the two captures differ in context (device, metric
-    set, measured figures, shapes, model) unless allow_mismatch; `fail_on` gates mark failures."""
+    """Kernel-by-kernel comparison on the figures both sides measured, each side judged as
+    `judging` says (its --kernel, --hw, --ceilings, --achievable); refused when the two captures
+    differ in device, shapes or model unless allow_mismatch; `fail_on` gates mark failures."""
     from .report import diff as diffing
     from .report.gates import parse
 
     gates = [parse(expr) for expr in fail_on]
-    a = analyze(AnalyzeRequest((baseline,), hw=hw), progress)
-    b = analyze(AnalyzeRequest((candidate,), hw=hw), progress)
-    problems = diffing.mismatches(diffing.bundle_context(a.manifests.get(baseline), a.items),
-                                  diffing.bundle_context(b.manifests.get(candidate), b.items))
+    judging = judging or AnalyzeRequest(())
+    a = analyze(replace(judging, inputs=(baseline,)), progress)
+    b = analyze(replace(judging, inputs=(candidate,)), progress)
+    ours = diffing.bundle_context(a.manifests.get(baseline), a.items)
+    theirs = diffing.bundle_context(b.manifests.get(candidate), b.items)
+    problems = diffing.mismatches(ours, theirs)
     if problems and not allow_mismatch:
         raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
                                + "); pass --allow-mismatch to compare anyway")
-    return diffing.compare(a.items, b.items, gates, problems)
+    return diffing.compare(a.items, b.items, gates, problems, (ours["metric_set"], theirs["metric_set"]))
 
 
 # -- campaigns -----------------------------------------------------------------------------------

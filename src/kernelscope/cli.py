@@ -166,8 +166,8 @@ def _analyze_request(a: argparse.Namespace) -> Any:
     those given by the alias (join's --ncu, bundle kernel-internals' --bundle)."""
     from .app import AnalyzeRequest
 
-    inputs = [*a.inputs, *(getattr(a, "alias_inputs", None) or ())]
-    if not inputs:
+    inputs = [*getattr(a, "inputs", ()), *(getattr(a, "alias_inputs", None) or ())]
+    if not inputs and hasattr(a, "inputs_are"):
         raise UsageError(f"no input: name the {a.inputs_are} as arguments")
     return AnalyzeRequest(tuple(Path(p) for p in inputs), kernel=a.kernel, hw=a.hw,
                           ceilings=Path(a.ceilings) if a.ceilings else None,
@@ -329,7 +329,8 @@ def cmd_diff(a: argparse.Namespace) -> int:
     from .report import diff
 
     with _ticker() as tick:
-        cmp = app.diff(Path(a.baseline), Path(a.candidate), a.hw, a.allow_mismatch, a.fail_on or (), tick.step)
+        cmp = app.diff(Path(a.baseline), Path(a.candidate), _analyze_request(a), a.allow_mismatch, a.fail_on or (),
+                       tick.step)
     title = f"diff: baseline {Path(a.baseline).name} → candidate {Path(a.candidate).name}"
     if a.format == "csv":
         emit(diff.to_csv(cmp))
@@ -543,6 +544,12 @@ def _reading(p: argparse.ArgumentParser, inputs: str = INPUTS, note: str = "", a
     if alias:
         p.add_argument(alias, action="append", dest="alias_inputs", metavar="INPUT", type=T.path,
                        help="an input, as a positional one: the earlier spelling, still accepted (repeatable)")
+    _judging(p)
+
+
+def _judging(p: argparse.ArgumentParser) -> None:
+    """Which launches are judged, and against which ceilings: every verb that reads reports, diff's
+    two sides included."""
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
     p.add_argument("--hw", help="ceilings key to use instead of the report's device (e.g. h200-sxm; see "
                                 "`kernelscope ceilings list`)")
@@ -635,18 +642,24 @@ def parser() -> argparse.ArgumentParser:
     _format(jo, "; json and csv name each kernel in full and list the profile rows that match none")
 
     di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
-              extra="Kernels are matched by name (launches of a kernel together: mean time per launch). Columns\n"
-                    "show the figures that moved by 1 % or more. Inputs of any kind (bundle, .ncu-rep, CSV) are\n"
-                    "compared only when device, metric set, measured figures, shapes and model agree.\n"
+              extra="Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
+                    "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
+                    "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"
+                    "(%) for the rest, and as each gate reads it. Columns show time, the gated figures and those\n"
+                    "that moved by 1 % or more. The figures both sides measured are compared and those one side\n"
+                    "lacks are listed; a different device, shapes or model is refused (--allow-mismatch).\n"
+                    "A gate that could not be evaluated (a side did not measure its figure) has failed.\n"
                     + GATE_EXIT)
     di.add_argument("baseline", type=T.path, help="bundle, .ncu-rep or CSV export: the baseline")
     di.add_argument("candidate", type=T.path, help="bundle, .ncu-rep or CSV export: the candidate")
+    _judging(di)
     di.add_argument("--fail-on", action="append", metavar="GATE",
-                    help="FIGURE OP LIMIT[%%], repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
-                         "launch fails) or 'pct_sol<-3' (%%SoL down more than 3 points); exit 1 if any fails")
+                    help="FIGURE OP LIMIT UNIT, repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
+                         "launch fails), 'pct_sol<-3pt' (%%SoL down more than 3 points), 'warp_stalls.barrier>+2pt'; "
+                         "UNIT %% (relative), pt (points: percent figures only) or none (the figure's own unit: "
+                         "not on a percent figure); exit 1 if any kernel fails or a side did not measure the figure")
     di.add_argument("--allow-mismatch", action="store_true",
-                    help="compare even when device/metric set/measured figures/shapes/model differ")
-    di.add_argument("--hw", help="ceilings key to use instead of the reports' device")
+                    help="compare even when device/shapes/model differ")
     _format(di, "; csv: one row per kernel and figure")
 
     _k8s_parser(sub)

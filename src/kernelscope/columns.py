@@ -202,11 +202,13 @@ PLACED: tuple[Column, ...] = (
     Column("next_levers", "list", "", "ranked levers the owner can pull: rule, family, action, expected, confirm, "
            "gain, cost, unlock_x (upper-bound speed-up, x)", lambda a: [_fields(lv) for lv in a.next_levers],
            nullable=False),
-    Column("analytic", "map", "", "a harness op's analytic work and counted/analytic ratios",
+    Column("analytic", "map", "FLOP (flops); byte (bytes); ratio (counted_over_analytic_flops, "
+           "counted_over_analytic_bytes)", "a harness op's analytic work and counted/analytic ratios",
            lambda a: None if a.analytic is None else dict(a.analytic),
            keys=(("describe", "text"), *_numbers("flops", "counted_over_analytic_flops", "bytes",
                                                  "counted_over_analytic_bytes"))),
-    Column("pct_of_achievable", "map", "", "%SoL against measured (achievable) ceilings",
+    Column("pct_of_achievable", "map", "% of the achievable ceiling (pct_compute, pct_memory)",
+           "%SoL against measured (achievable) ceilings",
            lambda a: None if a.achievable is None else dict(a.achievable),
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),

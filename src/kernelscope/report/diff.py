@@ -1,13 +1,17 @@
-"""Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are matched by identity
-(the full kernel name, template arguments included; the n-th kernel of a name in one with the
-n-th in the other), each side's launches
-of a kernel together: time is the mean per launch, the other figures are the representative
-launch's (the launch whose verdict stands for the kernel, analysis/groups.py). A comparison means
-something only when both sides were captured alike: the same device, metric set, measured figures,
-shapes and model (`mismatches`).
-A time gate also applies to the summed kernel time of each side, which sees what a match by name
+"""Compare a baseline and a candidate kernel by kernel, as a gate. Kernels are paired by `join`'s
+matching rules (report/join.py `pair`): by full name (the n-th kernel of a name with the n-th),
+else by base name when a template's arguments changed and that base name is one kernel's on each
+side (the output says which pairs were matched so). Each side's launches of a kernel together:
+time is the mean per launch, the other figures the representative launch's (the launch whose
+verdict stands for the kernel, analysis/groups.py).
+
+Two captures of one program on one device compare whatever counters each collected: the figures
+both measured are compared and those one side lacks are listed (`left_out`). A different device,
+shapes or model makes the comparison meaningless, and is refused unless asked for (`mismatches`).
+A time gate also applies to the summed kernel time of each side, which sees what a pairing by name
 cannot: a kernel added, or one swapped for a differently named one (a library picking another tile
-configuration) that is slower."""
+configuration) that is slower. A gate that cannot be evaluated (a side did not measure its figure)
+is said so and does not pass."""
 
 from __future__ import annotations
 
@@ -22,29 +26,29 @@ from ..columns import value
 from ..manifest import BundleManifest
 from ..model import Assessment
 from . import kernels
-from .gates import Change, Gate
+from .gates import UNITS, Change, Gate, figure_value, is_percent
+from .join import pair
 from .style import BOUND_ANSI
 from .table import NAME, Col, CsvWriter, Table
 
-CONTEXT_FIELDS = ("device", "metric_set", "unmeasured", "shapes", "model")
+CONTEXT_FIELDS = ("device", "shapes", "model")  # what must agree: a difference is refused
 MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline
 # (column-spec name, label, scale, format): the figures compared, time first
 FIGURES: tuple[tuple[str, str, float, str], ...] = (
-    ("duration_ns", "time", 1e-3, ".1f"), ("pct_sol", "SoL", 1.0, ".0f"), ("achieved_tflops", "", 1.0, ".1f"),
+    ("duration_ns", "time", 1e-3, ".1f"), ("pct_sol", "roof", 1.0, ".0f"), ("achieved_tflops", "", 1.0, ".1f"),
     ("achieved_dram_tbps", "", 1.0, ".2f"), ("arithmetic_intensity", "AI", 1.0, ".1f"),
     ("achieved_occupancy_pct", "occ", 1.0, ".0f"), ("sm_busy_pct", "SM busy", 1.0, ".0f"),
     ("registers_per_thread", "regs", 1.0, ".0f"),
 )
+SIDES = ("baseline", "candidate")
 
 
 def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dict[str, Any]:
-    """What must agree between the two sides, for a bundle or a bare report alike: a bare report
-    has no manifest, but which figures it could not measure says what its capture collected."""
-    everywhere = set.intersection(*(set(a.record.unmeasured) for a in items)) if items else set()
+    """What must agree between the two sides, for a bundle or a bare report alike (a bare report
+    has no manifest: its device is its launches'), and the metric set, which need not."""
     ctx: dict[str, Any] = {
         "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
-        "metric_set": "unknown", "unmeasured": ", ".join(sorted(everywhere)) or "none",
-        "shapes": "unknown", "model": "unknown",
+        "metric_set": "unknown", "shapes": "unknown", "model": "unknown",
     }
     if m is not None:
         ctx.update(metric_set=m.metric_sets, shapes=m.shapes or "unknown",
@@ -52,40 +56,31 @@ def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dic
     return ctx
 
 
-def _lacks(side: str, names: set[str]) -> str:
-    shown = sorted(names)
-    return f"the {side} lacks {', '.join(shown[:6])}{f' (+{len(shown) - 6} more)' if len(shown) > 6 else ''}"
-
-
 def mismatches(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    out = []
-    for k in CONTEXT_FIELDS:
-        if a[k] == b[k]:
-            continue
-        if k == "unmeasured":  # captured with different counters: say which figures each side lacks
-            x, y = (set() if v == "none" else set(v.split(", ")) for v in (a[k], b[k]))
-            out.append("measured figures differ: " + "; ".join(
-                _lacks(side, d) for side, d in (("baseline", x - y), ("candidate", y - x)) if d))
-        else:
-            out.append(f"{k}: {a[k]!r} vs {b[k]!r}")
-    return out
+    return [f"{k}: {a[k]!r} vs {b[k]!r}" for k in CONTEXT_FIELDS if a[k] != b[k]]
 
 
 def figure(g: KernelGroup | None, name: str) -> float | None:
     if g is None:
         return None
-    return g.mean_ns if name == "duration_ns" else value(g.representative, name)
+    return g.mean_ns if name == "duration_ns" else figure_value(g.representative, name)
+
+
+def _unmeasured(g: KernelGroup) -> set[str]:
+    return set(value(g.representative, "unmeasured"))
 
 
 @dataclass(frozen=True)
 class KernelDiff:
     rank: int
-    name: str
+    name: str  # the baseline's kernel as shown (the candidate's where only it has it)
+    cand_name: str | None  # the candidate's, where it has it
+    matched: str | None  # the rule that paired it ("name", "base name"); None on one side only
     base: KernelGroup | None
     cand: KernelGroup | None
     changes: Mapping[str, Change]
     failed: tuple[str, ...]  # the gates this kernel failed
-    unevaluated: tuple[str, ...]  # gates that could not be evaluated (a side unmeasured)
+    unevaluated: tuple[tuple[str, str], ...]  # (gate, why) for each gate that could not be evaluated
 
     def moved(self, name: str) -> bool:
         pct = self.changes[name].pct
@@ -99,6 +94,8 @@ class KernelDiff:
             return "only in candidate"
         if self.failed:
             return "FAIL"
+        if self.unevaluated:
+            return "NOT EVALUATED"
         moved = any(self.moved(n) for n in self.changes)
         bounds = {kernels.bound_cell(side.representative) for side in (self.base, self.cand)}
         return "moved" if moved or len(bounds) > 1 else "same"
@@ -108,18 +105,25 @@ class KernelDiff:
 class Comparison:
     kernels: tuple[KernelDiff, ...]
     gates: tuple[Gate, ...]
-    mismatches: tuple[str, ...]
+    mismatches: tuple[str, ...]  # context that differs, compared anyway (--allow-mismatch)
+    metric_sets: tuple[str, str]
+    left_out: tuple[tuple[str, ...], tuple[str, ...]]  # figures the baseline, the candidate did not measure
     total: Change  # summed kernel time (ns) of each side, see `summed`
     total_basis: str  # what was summed
     total_failed: tuple[str, ...]  # the time gates the summed kernel time crossed
+    total_unevaluated: tuple[str, ...]  # time gates it could not be held to (a duration unmeasured)
 
     @property
     def failed(self) -> list[KernelDiff]:
         return [k for k in self.kernels if k.failed]
 
     @property
+    def unevaluated(self) -> list[KernelDiff]:
+        return [k for k in self.kernels if k.unevaluated]
+
+    @property
     def passed(self) -> bool:
-        return not self.failed and not self.total_failed
+        return not (self.failed or self.unevaluated or self.total_failed or self.total_unevaluated)
 
 
 def summed(pairs: Sequence[tuple[KernelGroup | None, KernelGroup | None]]) -> tuple[Change, str]:
@@ -137,45 +141,82 @@ def summed(pairs: Sequence[tuple[KernelGroup | None, KernelGroup | None]]) -> tu
             basis)
 
 
+def _why(c: Change) -> str:
+    lacking = [side for side, v in zip(SIDES, (c.base, c.cand), strict=True) if v is None]
+    return "unmeasured on both sides" if len(lacking) == 2 else f"unmeasured in the {lacking[0]}"
+
+
+def _verdicts(gates: Sequence[Gate], changes: Mapping[str, Change]
+              ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(the gates crossed, (gate, why) for each not evaluated)."""
+    out = [(g, g.fails(changes[g.figure])) for g in gates]
+    return (tuple(g.text for g, v in out if v),
+            tuple((g.text, _why(changes[g.figure])) for g, v in out if v is None))
+
+
 def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Sequence[Gate] = (),
-            context_mismatches: Sequence[str] = ()) -> Comparison:
-    names = [f[0] for f in FIGURES] + [g.figure for g in gates if g.figure not in {f[0] for f in FIGURES}]
+            context_mismatches: Sequence[str] = (), metric_sets: tuple[str, str] = ("unknown", "unknown")
+            ) -> Comparison:
+    names = list(dict.fromkeys([f[0] for f in FIGURES] + [g.figure for g in gates]))
     left = [r.group for r in kernels.ranked(base)]
     right = [r.group for r in kernels.ranked(cand)]
-    pending: dict[str, list[KernelGroup]] = {}
-    for g in right:
-        pending.setdefault(g.name_full, []).append(g)
-    pairs: list[tuple[KernelGroup | None, KernelGroup | None]] = [
-        (g, pending[g.name_full].pop(0) if pending.get(g.name_full) else None) for g in left]
-    pairs += [(None, g) for g in right if any(g is p for p in pending.get(g.name_full, ()))]
-    kernels_seen = {g.name_full: g.name for g in [*left, *right]}
-    label = dict(zip(kernels_seen, display_names(((n, f) for f, n in kernels_seen.items())), strict=True))
+    found = pair([g.name_full for g in left], [g.name_full for g in right])
+    pairs = [(None if i is None else left[i], None if j is None else right[j], how) for i, j, how in found]
+    seen = {g.name_full: g.name for g in [*left, *right]}
+    label = dict(zip(seen, display_names((n, f) for f, n in seen.items()), strict=True))
+    lacks: tuple[set[str], set[str]] = (set(), set())
     out = []
-    for rank, (b, c) in enumerate(pairs, 1):
+    for rank, (b, c, how) in enumerate(pairs, 1):
         changes = {n: Change(figure(b, n), figure(c, n)) for n in names}
-        verdicts = [(g.text, g.fails(changes[g.figure])) for g in gates] if b and c else []
+        failed, unevaluated = _verdicts(gates, changes) if b and c else ((), ())
+        if b and c:
+            lacks[0].update(_unmeasured(b) - _unmeasured(c))
+            lacks[1].update(_unmeasured(c) - _unmeasured(b))
         either = b if b is not None else c
         assert either is not None
-        out.append(KernelDiff(rank, label[either.name_full], b, c, changes, tuple(t for t, v in verdicts if v),
-                              tuple(t for t, v in verdicts if v is None)))
-    total, basis = summed(pairs)
-    total_failed = tuple(g.text for g in gates if g.figure == "duration_ns" and g.fails(total))
-    return Comparison(tuple(out), tuple(gates), tuple(context_mismatches), total, basis, total_failed)
+        out.append(KernelDiff(rank, label[either.name_full], None if c is None else label[c.name_full], how, b, c,
+                              changes, failed, unevaluated))
+    total, basis = summed([(b, c) for b, c, _ in pairs])
+    timed = [(g, g.fails(total)) for g in gates if g.figure == "duration_ns"]
+    return Comparison(tuple(out), tuple(gates), tuple(context_mismatches), metric_sets,
+                      (tuple(sorted(lacks[0])), tuple(sorted(lacks[1]))), total, basis,
+                      tuple(g.text for g, v in timed if v), tuple(g.text for g, v in timed if v is None))
 
 
 def _spec(name: str) -> tuple[str, float, str]:
-    for n, label, scale, spec in FIGURES:
+    for n, label, scale, spec in (*FIGURES, *(f[:4] for f in kernels.FIGURES)):
         if n == name:
             return kernels.heading(label, n, scale), scale, spec
-    return name, 1.0, ".4g"
+    return f"{name} {'%' if is_percent(name) else UNITS[name].split(' (')[0]}".strip(), 1.0, ".4g"
 
 
-def _change_text(scale: float, spec: str) -> Any:
+def _ways(name: str, gates: Sequence[Gate]) -> tuple[str, ...]:
+    """How a figure's change is shown: in points for a percent figure, relative for the rest, and
+    besides, the way each gate on it reads it (`%`, `pt`, or `abs`: in the column spec's unit)."""
+    used = ["%" if g.relative else "pt" if is_percent(name) else "abs" for g in gates if g.figure == name]
+    return tuple(dict.fromkeys(["pt" if is_percent(name) else "%", *used]))
+
+
+def _moved(c: Change, way: str, unit: str) -> str | None:
+    d, pct = c.delta, c.pct
+    if d is None or pct is None:
+        return None
+    if way == "pt":
+        return f"{d:+.1f}pt"
+    if way == "abs":
+        return f"{d:+,.6g} {unit}".strip()
+    return f"{'+' if pct > 0 else '-'}∞%" if math.isinf(pct) else f"{pct:+.1f}%"
+
+
+def change_text(name: str, scale: float, spec: str, gates: Sequence[Gate]) -> Any:
+    """A cell: `baseline → candidate (change)`, the change as `_ways` says."""
+    ways = _ways(name, gates)
+
     def fmt(c: Change) -> str:
         b = "—" if c.base is None else format(c.base * scale, spec)
         a = "—" if c.cand is None else format(c.cand * scale, spec)
-        pct = c.pct
-        return f"{b} → {a}" + ("" if pct is None or math.isinf(pct) else f" ({pct:+.1f} %)")
+        moved = [m for m in (_moved(c, w, UNITS[name]) for w in ways) if m is not None]
+        return f"{b} → {a}" + (f" ({', '.join(moved)})" if moved else "")
     return fmt
 
 
@@ -185,35 +226,58 @@ def _bound(k: KernelDiff) -> str:
     return b if b == c else f"{b} → {c}"
 
 
+def coverage(cmp: Comparison) -> str | None:
+    """What was compared, where the two captures did not measure the same figures."""
+    a, b = cmp.metric_sets
+    sets = "" if a == b else f" (metric sets {a!r} vs {b!r})"
+    lacks = [f"the {side} lacks {', '.join(names)}" for side, names in zip(SIDES, cmp.left_out, strict=True) if names]
+    if not sets and not lacks:
+        return None
+    return (f"compared on the figures both sides measured{sets}; "
+            + (f"left out: {'; '.join(lacks)}" if lacks else "both measured every compared figure"))
+
+
 def summary(cmp: Comparison) -> str:
     counts: dict[str, int] = {}
     for k in cmp.kernels:
         counts[k.status] = counts.get(k.status, 0) + 1
     parts = [f"{n} {s}" for s, n in counts.items()]
-    parts.append(f"summed kernel time µs ({cmp.total_basis}) {_change_text(1e-3, '.1f')(cmp.total)}")
+    time = change_text("duration_ns", 1e-3, ".1f", cmp.gates)(cmp.total)
+    parts.append(f"summed kernel time µs ({cmp.total_basis}) {time}")
     if not cmp.gates:
         return "; ".join(parts) + "; no --fail-on gate"
-    failed = cmp.failed
+    failed, unevaluated = cmp.failed, cmp.unevaluated
     crossed = ([f"{len(failed)} kernel(s) crossed " + ", ".join(sorted({t for k in failed for t in k.failed}))]
                if failed else [])
     crossed += [f"summed kernel time crossed {', '.join(cmp.total_failed)}"] if cmp.total_failed else []
-    verdict = ("gate FAILED: " + "; ".join(crossed) if crossed
-               else "gate passed: " + ", ".join(g.text for g in cmp.gates))
+    unknown = ([f"{len(unevaluated)} kernel(s) not evaluated on "
+                + ", ".join(sorted({t for k in unevaluated for t, _ in k.unevaluated}))]
+               if unevaluated else [])
+    unknown += [f"summed kernel time not evaluated on {', '.join(cmp.total_unevaluated)} (a duration unmeasured)"
+                ] if cmp.total_unevaluated else []
+    if crossed:
+        verdict = "gate FAILED: " + "; ".join(crossed + unknown)
+    elif unknown:
+        verdict = "gate NOT EVALUATED: " + "; ".join(unknown)
+    else:
+        verdict = "gate passed: " + ", ".join(g.text for g in cmp.gates)
     return "; ".join(parts) + "; " + verdict
 
 
 def table(cmp: Comparison, title: str) -> Table:
-    """One row a kernel; besides time, a column for each figure that moved (>= 1 %) anywhere."""
-    shown = [n for n in cmp.kernels[0].changes if n == "duration_ns" or any(k.moved(n) for k in cmp.kernels)] \
-        if cmp.kernels else []
+    """One row a kernel; besides time and the gated figures, a column for each figure that moved
+    (>= 1 %) anywhere."""
+    gated = {g.figure for g in cmp.gates}
+    shown = [n for n in cmp.kernels[0].changes if n == "duration_ns" or n in gated
+             or any(k.moved(n) for k in cmp.kernels)] if cmp.kernels else []
     launches = any(k.base and k.cand and len(k.base.launches) != len(k.cand.launches) for k in cmp.kernels)
     cols = [Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
-            Col("status", "status", colour=lambda s: "red" if s.startswith("FAIL") else None)]
+            Col("status", "status", colour=lambda s: "red" if s.startswith(("FAIL", "NOT")) else None)]
     if launches:
         cols.append(Col("launches", "launches", drop=5))
     for i, n in enumerate(shown):
         head, scale, spec = _spec(n)
-        cols.append(Col(n, head, _change_text(scale, spec), right=True, drop=0 if i == 0 else 10 + i))
+        cols.append(Col(n, head, change_text(n, scale, spec, cmp.gates), right=True, drop=0 if i == 0 else 10 + i))
     cols.append(Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.split(" → ")[-1].rstrip("?")), drop=3))
     rows = []
     for k in cmp.kernels:
@@ -223,9 +287,12 @@ def table(cmp: Comparison, title: str) -> Table:
         row += [k.changes[n] for n in shown] + [_bound(k)]
         rows.append(row)
     notes = [f"context differs (compared anyway, --allow-mismatch): {m}" for m in cmp.mismatches]
+    notes += [n for n in (coverage(cmp),) if n]
+    notes += [f"#{k.rank} paired by base name: {k.name} (baseline) with {k.cand_name} (candidate)"
+              for k in cmp.kernels if k.matched == "base name"]
     notes += [f"#{k.rank} {k.name}: {', '.join(k.failed)}" for k in cmp.failed]
-    notes += [f"#{k.rank} {k.name}: not evaluated (unmeasured on a side): {', '.join(k.unevaluated)}"
-              for k in cmp.kernels if k.unevaluated]
+    notes += [f"#{k.rank} {k.name}: not evaluated: {', '.join(f'{t} ({why})' for t, why in k.unevaluated)}"
+              for k in cmp.unevaluated]
     notes.append(summary(cmp))
     return Table(tuple(cols), rows, title, tuple(notes))
 
@@ -234,11 +301,15 @@ def to_csv(cmp: Comparison) -> str:
     """Long form, one row a kernel and figure: raw values in the column spec's units."""
     buf = io.StringIO()
     w = CsvWriter(buf)
-    w.writerow(["kernel", "status", "figure", "baseline", "candidate", "change", "change_pct", "failed_gates"])
+    w.writerow(["kernel", "candidate_kernel", "matched_by", "status", "figure", "unit", "baseline", "candidate",
+                "change", "change_pct", "failed_gates", "unevaluated_gates"])
     for k in cmp.kernels:
         for n, c in k.changes.items():
-            w.writerow([k.name, k.status, n, *("" if v is None else v for v in (c.base, c.cand, c.delta, c.pct)),
-                        " | ".join(g.text for g in cmp.gates if g.figure == n and g.text in k.failed)])
+            on = {g.text for g in cmp.gates if g.figure == n}
+            w.writerow([k.name, k.cand_name or "", k.matched or "", k.status, n, UNITS[n],
+                        *("" if v is None else v for v in (c.base, c.cand, c.delta, c.pct)),
+                        " | ".join(t for t in k.failed if t in on),
+                        " | ".join(f"{t} ({why})" for t, why in k.unevaluated if t in on)])
     return buf.getvalue()
 
 
@@ -248,13 +319,18 @@ def document(cmp: Comparison, baseline: str, candidate: str) -> dict[str, Any]:
 
     return {
         "baseline": baseline, "candidate": candidate, "context_mismatches": list(cmp.mismatches),
+        "metric_sets": dict(zip(SIDES, cmp.metric_sets, strict=True)),
+        "left_out": dict(zip(SIDES, map(list, cmp.left_out), strict=True)),
         "gates": [g.text for g in cmp.gates], "passed": cmp.passed,
         "summed_kernel_time_ns": {"baseline": cmp.total.base, "candidate": cmp.total.cand,
                                   "change_pct": num(cmp.total.pct), "basis": cmp.total_basis,
-                                  "failed_gates": list(cmp.total_failed)},
-        "kernels": [{"kernel": k.name, "status": k.status, "failed_gates": list(k.failed),
+                                  "failed_gates": list(cmp.total_failed),
+                                  "unevaluated_gates": list(cmp.total_unevaluated)},
+        "kernels": [{"kernel": k.name, "candidate_kernel": k.cand_name, "matched_by": k.matched, "status": k.status,
+                     "failed_gates": list(k.failed),
+                     "unevaluated_gates": [{"gate": t, "why": why} for t, why in k.unevaluated],
                      "launches": [len(k.base.launches) if k.base else 0, len(k.cand.launches) if k.cand else 0],
-                     "figures": {n: {"baseline": c.base, "candidate": c.cand, "change": c.delta,
+                     "figures": {n: {"unit": UNITS[n], "baseline": c.base, "candidate": c.cand, "change": c.delta,
                                      "change_pct": num(c.pct)} for n, c in k.changes.items()}}
                     for k in cmp.kernels],
     }

@@ -1,7 +1,10 @@
-"""`diff --fail-on` thresholds: `FIGURE OP LIMIT[%]`, e.g. `duration_ns>+5%` (a kernel more than
-5 % slower per launch fails) or `pct_sol<-3` (%SoL down by more than 3 points). FIGURE is a number
-column of the column spec (kernelscope/columns.py); with `%` the limit is a relative change in
-percent, without it an absolute change in the figure's own unit."""
+"""`diff --fail-on` thresholds, in the units the diff table shows: `FIGURE OP LIMIT UNIT`, e.g.
+`duration_ns>+5%` (a kernel more than 5 % slower per launch fails) or `pct_sol<-3pt` (%SoL down by
+more than 3 points). FIGURE is any number figure of the column spec (kernelscope/columns.py): a
+column, or a map's number key as `MAP.KEY` (`warp_stalls.barrier`, `flops.tensor_bf16`). UNIT is
+`%` (a change relative to the baseline), `pt` (percentage points: only on a percent figure), or
+nothing (a change in the figure's own unit: only on a figure that is not a percent, since on
+`pct_sol` a bare `-8` could mean either and the two differ by a factor of the baseline)."""
 
 from __future__ import annotations
 
@@ -11,14 +14,52 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..columns import BY_NAME
+from ..columns import BY_NAME, Column, value
 from ..errors import KernelscopeError
+from ..model import Assessment
 
-_EXPR = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%?)\s*$")
+_EXPR = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%|pt)?\s*$")
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, "<": operator.lt, ">=": operator.ge,
                                                    "<=": operator.le}
 IDENTITY = frozenset({"launch_id"})  # a number that names a launch, not a figure that can regress
-NUMBERS = tuple(c.name for c in BY_NAME.values() if c.kind in ("number", "integer") and c.name not in IDENTITY)
+_UNIT_OF_KEYS = re.compile(r"^(.*?)\s*\(([\w, ]+)\)$")  # `% of the roof (pct, pct_datasheet)`
+
+
+def _key_unit(c: Column, key: str) -> str:
+    """A map key's unit: the part of the map's unit that names the key (`limiter`: `% of the roof
+    (pct, pct_datasheet); Hz (clock_hz)`), else the map's whole unit."""
+    for part in c.unit.split(";"):
+        m = _UNIT_OF_KEYS.match(part.strip())
+        if m and key in {k.strip() for k in m.group(2).split(",")}:
+            return m.group(1)
+    return c.unit
+
+
+def _figures() -> dict[str, str]:
+    out = {}
+    for c in BY_NAME.values():
+        if c.kind in ("number", "integer") and c.name not in IDENTITY:
+            out[c.name] = c.unit
+        out.update((f"{c.name}.{k}", _key_unit(c, k)) for k, kind in c.keys if kind in ("number", "integer"))
+    return out
+
+
+UNITS: dict[str, str] = _figures()  # every number figure a gate may name -> its unit
+MAPS = tuple(c.name for c in BY_NAME.values() if any(f.startswith(f"{c.name}.") for f in UNITS))
+
+
+def is_percent(figure: str) -> bool:
+    """A percent figure: its changes read in points (`pt`), or relative (`%`) when asked."""
+    return UNITS[figure].startswith("%")
+
+
+def figure_value(a: Assessment, figure: str) -> float | None:
+    """One number figure of a launch: a column, or a map's key (None where the map is)."""
+    name, _, key = figure.partition(".")
+    v = value(a, name)
+    if key:
+        v = v.get(key) if isinstance(v, dict) else None
+    return None if v is None else float(v)
 
 
 @dataclass(frozen=True)
@@ -47,7 +88,7 @@ class Gate:
     figure: str
     op: str
     limit: float
-    relative: bool
+    relative: bool  # `%`: relative to the baseline; else absolute (points, or the figure's unit)
     text: str
 
     def fails(self, change: Change) -> bool | None:
@@ -56,13 +97,31 @@ class Gate:
         return None if moved is None else _OPS[self.op](moved, self.limit)
 
 
+def _unknown(figure: str) -> str:
+    name, dot, key = figure.partition(".")
+    keys = [f.split(".", 1)[1] for f in UNITS if f.startswith(f"{name}.")]
+    if keys:
+        return (f"{key!r} is not a number key of {name}; use one of {', '.join(keys)}" if dot else
+                f"{name!r} is a map: name one of its number keys as {name}.KEY, e.g. {name}.{keys[0]}")
+    plain = [f for f in UNITS if "." not in f]
+    return (f"{figure!r} is not a number figure; use one of {', '.join(plain)}, or a map's number key as MAP.KEY "
+            f"({', '.join(MAPS)})")
+
+
 def parse(expr: str) -> Gate:
+    """A `--fail-on` expression, or a one-line error saying what to write instead."""
     m = _EXPR.match(expr)
     if not m:
-        raise KernelscopeError(f"--fail-on {expr!r}: expected FIGURE OP LIMIT[%], e.g. 'duration_ns>+5%' "
-                               "or 'pct_sol<-3' (OP one of > < >= <=)")
-    figure, op, limit, pct = m.groups()
-    if figure not in NUMBERS:
-        raise KernelscopeError(f"--fail-on {expr!r}: {figure!r} is not a number figure; use one of "
-                               + ", ".join(NUMBERS))
-    return Gate(figure, op, float(limit), pct == "%", f"{figure}{op}{limit}{pct}")
+        raise KernelscopeError(f"--fail-on {expr!r}: expected FIGURE OP LIMIT UNIT, e.g. 'duration_ns>+5%' or "
+                               "'pct_sol<-3pt' (OP one of > < >= <=; UNIT % relative, pt points of a percent figure)")
+    figure, op, limit, unit = m.groups()
+    if figure not in UNITS:
+        raise KernelscopeError(f"--fail-on {expr!r}: {_unknown(figure)}")
+    shown = UNITS[figure] or "its own unit"
+    if is_percent(figure) and not unit:
+        raise KernelscopeError(f"--fail-on {expr!r}: {figure} is a percent figure ({shown}): write {limit}pt for "
+                               f"a change of {limit.lstrip('+-')} points or {limit}% for one relative to the baseline")
+    if unit == "pt" and not is_percent(figure):
+        raise KernelscopeError(f"--fail-on {expr!r}: pt (points) is for percent figures; {figure} is in {shown}: "
+                               f"write {limit}% for a relative change or {limit} for one in {shown}")
+    return Gate(figure, op, float(limit), unit == "%", f"{figure}{op}{limit}{unit or ''}")

@@ -16,6 +16,11 @@ The joined profile ranks the kernels and weights the next-lever frontier: nsys t
 launch of the run, which ncu's few captured launches are not) when given, else the sample shares.
 A profile row that matches no captured kernel is listed with its share (time ncu never looked at),
 never dropped. JSON and CSV name a kernel by its full name (`kernel`), as shown in `name`.
+
+`pair` applies the same rules between two ncu captures (`diff`'s baseline and candidate): a kernel
+whose template arguments changed (a causal flash_fwd_kernel for a non-causal one) is paired by its
+base name when that base name is one kernel's on each side. ncu names are whole, so there the
+prefix rule, which is for profilers' truncated names, does not apply.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..analysis.frontier import FrontierItem
 from ..analysis.verdict import verdict_roof
@@ -39,6 +44,8 @@ from ..model import Assessment
 from . import kernels
 from .kernels import Ranked
 from .table import NAME, Col, CsvWriter, Table
+
+V = TypeVar("V")
 
 
 def itanium_base(name: str) -> str:
@@ -144,17 +151,52 @@ def read_shares(path: Path) -> dict[str, float]:
     return out
 
 
-def _lookup(names: Iterable[str], name: str) -> str | None:
-    """The base name of the profile's that `name` matches: equal, else equal ignoring case, else the
-    one that starts with the other (when only one does)."""
-    names = list(names)
-    if name in names:
-        return name
-    lowered = {k.lower(): k for k in names}
+def lookup(table: Mapping[str, V], name: str, truncated: bool = True) -> V | None:
+    """A base name's entry by rule 2: equal, else case-insensitively, else (where a side may have
+    `truncated` its names) the one entry that starts with the other."""
+    if name in table:
+        return table[name]
+    lowered = {k.lower(): v for k, v in table.items()}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    hits = [k for k in names if k and (k.startswith(name) or name.startswith(k))]
+    hits = [v for k, v in table.items() if k and (k.startswith(name) or name.startswith(k))] if truncated else []
     return hits[0] if len(hits) == 1 else None
+
+
+def distinct(names: Iterable[str]) -> dict[str, set[str]]:
+    """Base name -> the distinct kernels (match keys) of `names` under it; a base name with more
+    than one names no one kernel, and rule 2 leaves it alone."""
+    out: dict[str, set[str]] = {}
+    for name in names:
+        out.setdefault(base(name), set()).add(match_key(name))
+    return out
+
+
+Pair = tuple[int | None, int | None, str | None]  # (left index, right index, the rule that paired them)
+
+
+def pair(left: Sequence[str], right: Sequence[str]) -> list[Pair]:
+    """Two captures' kernels, by full name, paired by the rules above: rule "name" (1) or "base
+    name" (2, never by prefix); the n-th kernel of a name with the n-th. In `left`'s order, then
+    what only `right` has, in its order."""
+    pending: dict[str, list[int]] = {}
+    for j, name in enumerate(right):
+        pending.setdefault(match_key(name), []).append(j)
+    firsts = [(i, q.pop(0) if (q := pending.get(match_key(name))) else None) for i, name in enumerate(left)]
+    rest = sorted(j for q in pending.values() for j in q)
+    ours, theirs = distinct(left), distinct(right)
+    by_base: dict[str, list[int]] = {}
+    for j in rest:
+        if len(theirs[base(right[j])]) == 1:
+            by_base.setdefault(base(right[j]), []).append(j)
+    out: list[Pair] = []
+    for i, hit in firsts:
+        how = None if hit is None else "name"
+        if hit is None and len(ours[base(left[i])]) == 1 and (q := lookup(by_base, base(left[i]), truncated=False)):
+            hit, how = q.pop(0), "base name"
+        out.append((i, hit, how))
+    taken = {hit for _, hit, _ in out}
+    return out + [(None, j, None) for j in rest if j not in taken]
 
 
 class Profile:
@@ -174,8 +216,7 @@ class Profile:
     def find(self, full: str, shared_base: bool) -> float | None:
         names = self.full.get(match_key(full))
         if names is None and not shared_base:
-            hit = _lookup(self.by_base, base(full))
-            names = None if hit is None else self.by_base[hit]
+            names = lookup(self.by_base, base(full))
         if names is None:
             return None
         self.taken.update(names)
@@ -246,9 +287,7 @@ def join(items: Sequence[Assessment], nsys: Mapping[str, float], shares: Mapping
     profile's share (nsys totals when given, else the sample shares; kernels it does not name
     after, by ncu time), and the profile rows that matched no kernel."""
     ranked = kernels.ranked(items)
-    fulls: dict[str, set[str]] = {}  # base name -> the distinct kernels captured under it
-    for r in ranked:
-        fulls.setdefault(base(r.group.name_full), set()).add(match_key(r.group.name_full))
+    fulls = distinct(r.group.name_full for r in ranked)
     by_nsys, by_shares = Profile(nsys), Profile(shares)
     found: list[tuple[Ranked, float | None, float | None]] = []
     for r in ranked:
