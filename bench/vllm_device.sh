@@ -3,6 +3,7 @@
 # given back). From the repository root on the GPU machine:
 #   bash bench/vllm_device.sh chunk NN     # carry .vllm/cNN (../shared/vllm's wheel set, re-split to fit)
 #   bash bench/vllm_device.sh offline      # after the last chunk: install, the tiny model, exports, offline stage
+#   bash bench/vllm_device.sh setup        # after the last chunk: install and the tiny model only
 #   bash bench/vllm_device.sh serve        # launch + capture --attach against the OpenAI server
 #   bash bench/vllm_device.sh k8s          # carry .gpukube (../shared/kube/gpu-pack): the Deployment flow
 set -uo pipefail
@@ -20,6 +21,10 @@ case $1 in
     ncu --import /tmp/sx/basic-torch.ncu-rep --csv --page raw > "$OUT/basic-torch-raw.csv"
     ncu --import /tmp/sx/full-copy.ncu-rep --csv --page details > "$OUT/full-copy-details.csv"
     python3 bench/vllm_e2e.py offline "$OUT" ;;
+  setup)
+    bash /root/vw/reassemble.sh /root/vw | tail -1 &&
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /root/vw/*.whl &&
+      python3 tests/fixtures/make/vllm/make_tiny.py /tmp/tiny | tail -1 ;;
   serve) python3 bench/vllm_e2e.py serve "$OUT" ;;
   k8s)
     export KUBE_HOST_MOUNTS="/usr /opt /etc /dev /proc /sys $PWD /tmp/site /tmp/tiny"

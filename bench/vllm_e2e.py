@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import zlib
@@ -111,37 +112,75 @@ def offline(out: Path) -> dict[str, Any]:
     return result
 
 
+def _capture_attach(port: int, bundle: Path, log: Path) -> subprocess.Popen[str]:
+    shutil.rmtree(bundle, ignore_errors=True)
+    return subprocess.Popen([*KS, "capture", "--attach", f"127.0.0.1:{port}", "--one-run", "--kernel",
+                             "regex:FlashAttnFwdSm90", "--kernel", "regex:nvjet", "--launch-count", "1",
+                             "--profile-from-start", "off", "--timeout", "300", "--out", str(bundle),
+                             "--context", "model=tiny Llama (Llama-3-8B layer shapes)"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True)
+
+
+def _watch_ports(seen: list[dict[str, Any]], stop: threading.Event) -> None:
+    """Every second: which process listens on which ncu attach port (the API server, its EngineCore)."""
+    from kernelscope.capture.launcher import listeners
+
+    last: Any = None
+    while not stop.is_set():
+        now = [(x.port, x.pid, x.title[:60]) for x in listeners(None)]
+        if now != last:
+            seen.append({"t_s": round(time.monotonic() - T0, 1), "listeners": now})
+            last = now
+        stop.wait(1.0)
+
+
 def serve(out: Path) -> dict[str, Any]:
     """`kernelscope launch` and `kernelscope capture --attach` started together, as the README shows;
-    the server's CUDA profiler on, so the capture's window is serving traffic (POST /start_profile)."""
+    the server's CUDA profiler on, so the capture's window is serving traffic (POST /start_profile).
+    Records which process listens on which attach port; if the server does not serve while the first
+    attach waits and another process listens on another port, attaches to that one too, and says so."""
     result: dict[str, Any] = {}
     port = 8123
     log = (out / "server.log").open("w")
     server = subprocess.Popen([*KS, "launch", "--hold-timeout", "300", "--", *SERVER, "--port", str(port),
                                "--profiler-config", '{"profiler": "cuda"}'], stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen: list[dict[str, Any]] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_ports, args=(seen, stop), daemon=True)
+    watcher.start()
     bundle = Path("/tmp/b_attach")
-    shutil.rmtree(bundle, ignore_errors=True)
-    capture = subprocess.Popen([*KS, "capture", "--attach", "127.0.0.1:49152", "--one-run", "--kernel",
-                                "regex:FlashAttnFwdSm90", "--kernel", "regex:nvjet", "--launch-count", "1",
-                                "--profile-from-start", "off", "--timeout", "400", "--out", str(bundle),
-                                "--context", "model=tiny Llama (Llama-3-8B layer shapes)"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    result["serving_after_s"] = serving(port, 300)
+    captures = [(49152, _capture_attach(49152, bundle, out / "capture-49152.log"))]
+    result["serving_after_s"] = serving(port, 170)
+    if result["serving_after_s"] is None:  # held elsewhere? attach to the other listener
+        others = sorted({p for snap in seen for p, _, _ in snap["listeners"] if p != 49152})
+        if others:
+            captures[0][1].kill()
+            bundle = Path(f"/tmp/b_attach_{others[0]}")
+            captures.append((others[0], _capture_attach(others[0], bundle, out / f"capture-{others[0]}.log")))
+            result["second_attach"] = {"port": others[0], "t_s": round(time.monotonic() - T0, 1)}
+            result["serving_after_s_second"] = serving(port, 200)
+    capture = captures[-1][1]
     replies: list[Any] = []
-    if result["serving_after_s"] is not None:
+    if result.get("serving_after_s") is not None or result.get("serving_after_s_second") is not None:
         replies.append(("start_profile", *post(port, "/start_profile", b"{}")))
-        while capture.poll() is None and time.monotonic() - T0 < 500:
+        while capture.poll() is None and time.monotonic() - T0 < 470:
             replies.append(("completion", *post(port)))
         if capture.poll() is None:
             capture.kill()
         replies.append(("stop_profile", *post(port, "/stop_profile", b"{}")))
         replies += [("after", *post(port)) for _ in range(5)]
-    cap_out = capture.communicate()[0] if capture.stdout else ""
-    result["capture"] = {"exit": capture.returncode, "output": cap_out[-4000:]}
+    for _, c in captures:
+        if c.poll() is None:
+            c.kill()
+        c.wait()
+    result["captures"] = [{"port": p, "exit": c.returncode, "output": (out / f"capture-{p}.log").read_text()[-3000:]}
+                          for p, c in captures]
     result["replies"] = replies
     result["served_after_capture"] = all(r[1] == 200 for r in replies if r[0] == "after") and \
         any(r[0] == "after" for r in replies)
+    stop.set()
+    result["listeners"] = seen
     server.terminate()
     try:
         server.wait(timeout=60)

@@ -221,3 +221,22 @@ def test_the_kernels_verb_lists_names_then_times(capsys: pytest.CaptureFixture[s
     assert k["total_ns"] == pytest.approx(35_264, abs=1000)
     assert main(["kernels", "--dry-run", *prog]) == 0
     assert "--kernel-name kernelscope-list-only-matches-nothing" in capsys.readouterr().out
+
+
+def test_the_process_behind_each_attach_port_is_named() -> None:
+    """A child of the launch listening on an attach port (as a held EngineCore does) is found by
+    /proc: its port, its pid and its command line, so the user attaches to the process that runs."""
+    import os
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    port = srv.getsockname()[1]
+    try:
+        found = launcher.listeners(os.getpgrp(), port)
+        assert [(x.port, x.pid) for x in found] == [(port, os.getpid())]
+        assert "pytest" in found[0].title or "python" in found[0].title
+        assert launcher.listeners(os.getpgrp() + 1_000_000, port) == []
+    finally:
+        srv.close()

@@ -20,8 +20,10 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 DEFAULT_PORT = 49152  # ncu's first attach port
+PORTS = 64  # ncu's range: 49152-49215, a port a process, first free first
 POLL_S = 1.0
 IDLE_CPU_SHARE = 0.05  # under this share of one core over the idle window, the processes are doing nothing
 IDLE_WINDOW_S = 30.0
@@ -51,14 +53,69 @@ def group_cpu_s(pgid: int) -> float:
     return total
 
 
+@dataclass(frozen=True)
+class Listener:
+    """A process of the launch that listens on an ncu attach port: the one an attach to that port
+    reaches. vLLM's API server and its EngineCore are two processes, each may have a port."""
+
+    port: int
+    pid: int
+    title: str  # its command line as it shows it now (vLLM retitles its EngineCore)
+
+
+def _listening_inodes(ports: range) -> dict[int, int]:
+    """Socket inode -> port, for the TCP sockets listening on `ports` (IPv4 and IPv6)."""
+    out: dict[int, int] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            port = int(f[1].rsplit(":", 1)[1], 16)
+            if f[3] == "0A" and port in ports:  # 0A: LISTEN
+                out[int(f[9])] = port
+    return out
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+        return ""
+
+
+def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener]:
+    """The processes of process group `pgid` (None: any) listening on the attach ports from
+    `first_port`, by port; empty where /proc does not say (another OS, another user's processes)."""
+    inodes = _listening_inodes(range(first_port, first_port + PORTS))
+    found: list[Listener] = []
+    for pid in (int(e) for e in os.listdir("/proc") if e.isdigit()) if inodes else ():
+        try:
+            if pgid is not None and int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            socks = {int(t[8:-1]) for fd in os.listdir(f"/proc/{pid}/fd") if (t := _link(f"/proc/{pid}/fd/{fd}"))
+                     .startswith("socket:[")}
+            title = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):  # ended meanwhile, or not ours to read
+            continue
+        found += [Listener(port, pid, title[:120]) for inode, port in inodes.items() if inode in socks]
+    return sorted(found, key=lambda x: x.port)
+
+
 def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float, say: Callable[[str], None],
-        probe: Callable[[str, int], bool] = accepting, cpu: Callable[[int], float] = group_cpu_s) -> int:
+        probe: Callable[[str, int], bool] = accepting, cpu: Callable[[int], float] = group_cpu_s,
+        find: Callable[[int, int], list[Listener]] = listeners) -> int:
     """Run the launch command to its end; its exit code, or 3 when it was stopped for want of an
-    attach. Its own process group, so that its CPU can be read; a signal to us stops it too."""
+    attach. Its own process group, so that its CPU and its processes' ports can be read; a signal
+    to us stops it too. Each process that listens is named with its port: with several (a server
+    and its engine), the user attaches to the one that runs the GPU work."""
     port = port or DEFAULT_PORT
     program = program.rsplit("/", 1)[-1]
     proc = subprocess.Popen(list(argv), start_new_session=True)
     said = False
+    named: set[tuple[int, int]] = set()
     stuck_since: float | None = None
     samples: list[tuple[float, float]] = []  # (time, the group's CPU seconds)
     try:
@@ -67,11 +124,17 @@ def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float
             samples = [s for s in samples if now - s[0] <= IDLE_WINDOW_S + POLL_S] + [(now, cpu(proc.pid))]
             idle = now - samples[0][0] >= IDLE_WINDOW_S * 0.9 and \
                 samples[-1][1] - samples[0][1] < IDLE_CPU_SHARE * (now - samples[0][0])
-            listening = probe("127.0.0.1", port)
+            found = find(proc.pid, port)
+            for x in found:
+                if (x.port, x.pid) not in named:
+                    named.add((x.port, x.pid))
+                    say(f"pid {x.pid} ({x.title}) listens for an attach on 127.0.0.1:{x.port}: kernelscope capture "
+                        f"--attach 127.0.0.1:{x.port} reaches it")
+            listening = bool(found) or probe("127.0.0.1", port)
             if listening and not said:
-                said = True
-                say(f"{program} is held at its first CUDA call, waiting for an attach on 127.0.0.1:{port}: "
-                    f"kernelscope capture --attach 127.0.0.1:{port} --kernel ... --out DIR (stopped if it stays "
+                said, at = True, found[0].port if found else port
+                say(f"{program} is held at its first CUDA call, waiting for an attach on 127.0.0.1:{at}: "
+                    f"kernelscope capture --attach 127.0.0.1:{at} --kernel ... --out DIR (stopped if it stays "
                     f"held with no attach for {hold_timeout:.0f} s: --hold-timeout)")
             stuck_since = (stuck_since or now) if listening and idle else None  # running or attached: not held
             if stuck_since is not None and now - stuck_since > hold_timeout:
