@@ -10,6 +10,8 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD/src VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 \
   VLLM_NO_USAGE_STATS=1 TINY=/tmp/tiny
 OUT=${OUT:-/tmp/out}
+# kernelscope's own dependency the GPU image lacks (pip download orjson --python-version 3.12 ... -d .wheels)
+[ -d .wheels ] && python3 -m pip install -q --no-index --no-deps --target /tmp/site .wheels/*.whl
 case $1 in
   chunk) mkdir -p /root/vw && cp ".vllm/c$2"/* /root/vw/ && echo "chunk $2: $(ls /root/vw | wc -l) files" ;;
   offline)

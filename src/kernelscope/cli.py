@@ -364,7 +364,7 @@ def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest
 
     return CaptureRequest(plan=plan, out=Path(a.out), command=("kernelscope", *sys.argv[1:]), ncu=a.ncu,
                           dry_run=a.dry_run, allow_unscoped=getattr(a, "allow_unscoped", False),
-                          force=getattr(a, "force", False), context=parse_context(a.context or []))
+                          force=getattr(a, "force", False), timeout=a.timeout, context=parse_context(a.context or []))
 
 
 def _print_capture(result: CaptureResult) -> int:
@@ -586,6 +586,9 @@ def _local_capture_options(p: argparse.ArgumentParser) -> None:
     _capture_options(p)
     p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
+    p.add_argument("--timeout", type=T.seconds, default=600.0,
+                   help="seconds the capture may take; with --attach, counting the wait for a held process to "
+                        "listen (vLLM's EngineCore 20-60 s after the server starts; default 600)")
 
 
 def _window(p: argparse.ArgumentParser) -> None:
