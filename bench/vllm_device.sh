@@ -7,7 +7,7 @@
 #   bash bench/vllm_device.sh serve        # launch + capture --attach against the OpenAI server
 #   bash bench/vllm_device.sh k8s          # carry .gpukube (../shared/kube/gpu-pack): the Deployment flow
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD/src VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 \
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD/src:/opt/nvidia/nsight-compute/2025.3.1/extras/python VLLM_USE_FLASHINFER_SAMPLER=0 HF_HUB_OFFLINE=1 \
   VLLM_NO_USAGE_STATS=1 TINY=/tmp/tiny
 OUT=${OUT:-/tmp/out}
 # kernelscope's own dependency the GPU image lacks (pip download orjson --python-version 3.12 ... -d .wheels)

@@ -239,8 +239,8 @@ def k8s(out: Path) -> dict[str, Any]:
     result["capture"] = ks("k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:FlashAttnFwdSm90",
                            "--kernel", "regex:nvjet", "--launch-count", "1", "--warmup-requests", "3",
                            "--warmup-port", str(pod_port(release)), "--warmup-body", BODY.decode(),
-                           "--ncu-in-image", NCU, "--tools-image", "host", "--release", release, "--timeout", "420",
-                           "--out", str(bundle), timeout=480)
+                           "--ncu-in-image", NCU, "--tools-image", "host", "--release", release, "--timeout", "360",
+                           "--out", str(bundle), timeout=420)
     if bundle.exists():
         manifest = json.loads((bundle / "manifest.json").read_text())
         result["window"] = manifest["scoping"].get("window")

@@ -113,9 +113,20 @@ def test_the_serving_command_is_the_bundles_context() -> None:
            "--max-num-seqs=64", "--kv-cache-dtype", "fp8", "--enforce-eager", "--port", "8000"]
     ctx = context_of(cmd)
     assert ctx == {"serving.engine": "vllm", "serving.model": "/m/llama", "serving.tensor_parallel_size": "2",
-                   "serving.max_num_seqs": "64", "serving.kv_cache_dtype": "fp8", "serving.enforce_eager": "true"}
+                   "serving.max_num_seqs": "64", "serving.kv_cache_dtype": "fp8", "serving.enforce_eager": "true",
+                   "serving.dtype": "not set: auto, the model's own dtype",
+                   "serving.max_num_batched_tokens": "not set: 8192 for the server on a GPU of 70 GB or more other "
+                                                     "than A100, else 2048",
+                   "serving.quantization": "not set: none", "serving.cudagraph_mode": "none: --enforce-eager"}
     served = from_context(ctx)
     assert served is not None and served.eager and not served.cuda_graphs
+    assert dict(served.options) == {"model": "/m/llama", "tensor_parallel_size": "2", "max_num_seqs": "64",
+                                    "kv_cache_dtype": "fp8", "enforce_eager": "true"}  # defaults are not options
+    default = context_of(["vllm", "serve", "m"])
+    assert default["serving.tensor_parallel_size"] == "not set: 1 GPU"
+    assert default["serving.cudagraph_mode"] == "not set: FULL_AND_PIECEWISE, decode replayed in CUDA graphs"
+    graphs = context_of(["vllm", "serve", "m", "-O", '{"cudagraph_mode": "PIECEWISE"}'])
+    assert graphs["serving.cudagraph_mode"] == "PIECEWISE"
     assert context_of(["vllm", "serve", "meta-llama/Llama-3-8B"])["serving.model"] == "meta-llama/Llama-3-8B"
     assert context_of(["python3", "step.py"]) == {}
 
@@ -138,7 +149,7 @@ def test_levers_at_the_level_a_vllm_user_works_at(fx: Path) -> None:
     a = _assess(fx, "decode_gemm.ncu-rep", VLLM)
     rules = {lv.rule: lv for lv in a.next_levers}  # type: ignore[attr-defined]
     assert "--max-num-seqs (now 8)" in rules["batch-rows"].action
-    assert "--quantization fp8 (none set)" in rules["quantise-operands"].action
+    assert "--quantization fp8 (not set: none)" in rules["quantise-operands"].action
     assert "8 FLOP a DRAM byte against a ridge of 206" in rules["vllm-speculative"].expected
 
 
@@ -240,3 +251,10 @@ def test_the_process_behind_each_attach_port_is_named() -> None:
         assert launcher.listeners(os.getpgrp() + 1_000_000, port) == []
     finally:
         srv.close()
+
+
+def test_an_unset_batch_limit_names_vllms_default_for_the_gpu(fx: Path) -> None:
+    """vLLM 0.26 sizes --max-num-seqs by the GPU (1024 on an H200, 256 on an A100), never one figure."""
+    a = _assess(fx, "decode_gemm.ncu-rep", ["vllm", "serve", "/m/llama"])
+    action = {lv.rule: lv for lv in a.next_levers}["batch-rows"].action  # type: ignore[attr-defined]
+    assert "--max-num-seqs (not set: 1024 on a GPU of 70 GB or more other than A100, else 256)" in action

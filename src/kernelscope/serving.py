@@ -20,6 +20,16 @@ VLLM_OPTIONS = ("--model", "--served-model-name", "--tensor-parallel-size", "--p
 SHORT = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
          "-q": "--quantization", "-O": "--compilation-config"}
 FLAGS = ("--enforce-eager",)
+# the seed's descriptor keys a command may leave out, recorded as what vLLM (0.26, vllm/engine/arg_utils.py)
+# does without them, never as a guessed figure; the levers name the same words
+DEFAULTS = {
+    "tensor_parallel_size": "not set: 1 GPU",
+    "dtype": "not set: auto, the model's own dtype",
+    "max_num_seqs": "not set: 1024 on a GPU of 70 GB or more other than A100, else 256",
+    "max_num_batched_tokens": "not set: 8192 for the server on a GPU of 70 GB or more other than A100, else 2048",
+    "quantization": "not set: none",
+    "kv_cache_dtype": "not set: auto, the model's dtype",
+}
 
 
 SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
@@ -112,17 +122,30 @@ class Serving:
         return self.options.get(key)
 
 
+def cudagraph_mode(options: Mapping[str, str]) -> str:
+    """How decode steps run, as the options say: vLLM replays them in CUDA graphs unless told not to."""
+    if options.get("enforce_eager") == "true":
+        return "none: --enforce-eager"
+    given = re.search(r'"cudagraph_mode"\s*:\s*"([A-Z_]+)"', options.get("compilation_config", ""))
+    return given.group(1) if given else "not set: FULL_AND_PIECEWISE, decode replayed in CUDA graphs"
+
+
 def context_of(command: Sequence[str]) -> dict[str, str]:
-    """The bundle context keys for a serving command: engine and its recorded options (serving.*)."""
+    """The bundle context keys for a serving command (serving.*): engine, its recorded options, and
+    for a descriptor key the command leaves out, what vLLM does without it."""
     if not is_vllm(command):
         return {}
-    return {"serving.engine": "vllm", **{f"serving.{k}": v for k, v in vllm_options(command).items()}}
+    given = vllm_options(command)
+    return {"serving.engine": "vllm", **{f"serving.{k}": v for k, v in {**DEFAULTS, **given}.items()},
+            "serving.cudagraph_mode": cudagraph_mode(given)}
 
 
 def from_context(context: Mapping[str, str]) -> Serving | None:
-    """The serving configuration a bundle's context records, if any."""
+    """The serving configuration a bundle's context records, if any: the options given (a default
+    recorded as such is not an option the user set)."""
     engine = context.get("serving.engine")
     if not engine:
         return None
-    return Serving(engine, {k.removeprefix("serving."): v for k, v in context.items()
-                            if k.startswith("serving.") and k != "serving.engine"})
+    return Serving(engine, {k: v for key, v in context.items() if key.startswith("serving.")
+                            and (k := key.removeprefix("serving.")) not in ("engine", "cudagraph_mode")
+                            and v != DEFAULTS.get(k)})

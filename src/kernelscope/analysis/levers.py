@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..model import Lever, ProvenanceKind
+from ..serving import DEFAULTS
 from .judge import ramp_floor_ns, ramp_overhead_ns
 from .rules import (
     AT_ROOF_PCT,
@@ -39,10 +40,10 @@ PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
 }
 
 
-def _flag(f: Facts, key: str, default: str) -> str:
+def _flag(f: Facts, key: str) -> str:
     """A vLLM option as the capture's serving command gave it, or what vLLM does without it."""
     given = f.serving.get(key) if f.serving is not None else None
-    return f"now {given}" if given else default
+    return f"now {given}" if given else DEFAULTS[key]
 
 
 @dataclass(frozen=True)
@@ -324,16 +325,16 @@ LEVERS: tuple[LeverRule, ...] = (
               _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
     LeverRule("quantise-operands", "precision", lambda f: f.limiter.kind == "hbm" and _tensor_operands(f),
               lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4" + (
-                  f": vLLM --quantization fp8 ({_flag(f, 'quantization', 'none set')}) for the weights, "
-                  f"--kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype', 'auto: the model dtype')}) for the KV cache"
+                  f": vLLM --quantization fp8 ({_flag(f, 'quantization')}) for the weights, "
+                  f"--kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype')}) for the KV cache"
                   if f.vllm else ""),
               lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x), int4 quarters them (up to 4x)",
               lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 3),
     LeverRule("batch-rows", "batching",
               lambda f: f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge),
               lambda f: f"{_up(f)}batch more rows per weight read: " + (
-                  f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs', 'vLLM default 256')}) and "
-                  f"--max-num-batched-tokens ({_flag(f, 'max_num_batched_tokens', 'vLLM default')}) so more "
+                  f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs')}) and "
+                  f"--max-num-batched-tokens ({_flag(f, 'max_num_batched_tokens')}) so more "
                   "sequences share each decode step" if f.vllm else "more tokens a step, a larger M"),
               lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to {(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds",
               _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),

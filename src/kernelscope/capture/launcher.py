@@ -101,7 +101,7 @@ def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener
         except (OSError, ValueError, IndexError):  # ended meanwhile, or not ours to read
             continue
         found += [Listener(port, pid, title[:120]) for inode, port in inodes.items() if inode in socks]
-    return sorted(found, key=lambda x: x.port)
+    return sorted(found, key=lambda x: (x.port, x.pid))
 
 
 def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float, say: Callable[[str], None],
@@ -115,7 +115,7 @@ def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float
     program = program.rsplit("/", 1)[-1]
     proc = subprocess.Popen(list(argv), start_new_session=True)
     said = False
-    named: set[tuple[int, int]] = set()
+    named: set[int] = set()  # ports said: a child inherits its parent's socket (Triton's ptxas does), not a new port
     stuck_since: float | None = None
     samples: list[tuple[float, float]] = []  # (time, the group's CPU seconds)
     try:
@@ -126,8 +126,8 @@ def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float
                 samples[-1][1] - samples[0][1] < IDLE_CPU_SHARE * (now - samples[0][0])
             found = find(proc.pid, port)
             for x in found:
-                if (x.port, x.pid) not in named:
-                    named.add((x.port, x.pid))
+                if x.port not in named:
+                    named.add(x.port)
                     say(f"pid {x.pid} ({x.title}) listens for an attach on 127.0.0.1:{x.port}: kernelscope capture "
                         f"--attach 127.0.0.1:{x.port} reaches it")
             listening = bool(found) or probe("127.0.0.1", port)
