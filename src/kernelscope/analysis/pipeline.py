@@ -12,9 +12,9 @@ from typing import Any
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
-from ..ingest import Inputs, bundle_manifest, iter_inputs
+from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
-from ..manifest import Analytic, BundleManifest
+from ..manifest import Analytic, BundleManifest, Recorded
 from ..model import Assessment, KernelRecord, RawKernel
 from ..serving import Serving, from_context
 from . import overshoot
@@ -66,6 +66,19 @@ def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
         manifest = bundle_manifest(p) if p.is_dir() else None
         if manifest is not None:
             found[p] = manifest
+    return found
+
+
+def contexts(paths: Inputs) -> dict[Path, Recorded]:
+    """Each input's capture context: a bundle's manifest, keyed by its directory, and a bare
+    report's own (ingest.report_manifest), keyed by the report, for a report given alone or in a
+    directory that is not a bundle. A CSV export records none."""
+    found: dict[Path, Recorded] = dict(bundles(paths))
+    for p in as_paths(paths):
+        for report in [] if p in found else expand([p]):
+            recorded = report_manifest(report)
+            if recorded is not None:
+                found[report] = recorded
     return found
 
 
@@ -130,12 +143,12 @@ def judge_for(
     hw: str | None = None,
     ceilings: str | os.PathLike[str] | None = None,
     achievable: str | os.PathLike[str] | None = None,
-) -> tuple[Judge, dict[Path, BundleManifest]]:
-    """The Judge of these inputs, and their bundles' manifests: the ceilings and manifests are read
-    (and refused) here, before the first launch."""
+) -> tuple[Judge, dict[Path, Recorded]]:
+    """The Judge of these inputs, and their capture contexts (contexts): the ceilings, manifests and
+    reports' own records are read (and refused) here, before the first launch."""
     table = load_ceilings(ceilings)
     measured = load_ceilings(achievable) if achievable else None
-    found = bundles(as_paths(paths))
+    found = contexts(as_paths(paths))
     return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel),
                  {d: from_context(m.context) for d, m in found.items()}), found
 

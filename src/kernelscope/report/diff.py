@@ -19,7 +19,7 @@ from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
 from ..columns import value
-from ..manifest import BundleManifest
+from ..manifest import Recorded
 from ..model import Assessment
 from . import kernels
 from .gates import Change, Gate
@@ -37,9 +37,10 @@ FIGURES: tuple[tuple[str, str, float, str], ...] = (
 )
 
 
-def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dict[str, Any]:
-    """What must agree between the two sides, for a bundle or a bare report alike: a bare report
-    has no manifest, but which figures it could not measure says what its capture collected."""
+def bundle_context(m: Recorded | None, items: Sequence[Assessment]) -> dict[str, Any]:
+    """What must agree between the two sides, for a bundle or a bare report alike (its own record of
+    its capture; a CSV export has none): which figures a side could not measure says what its
+    capture collected."""
     everywhere = set.intersection(*(set(a.record.unmeasured) for a in items)) if items else set()
     ctx: dict[str, Any] = {
         "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
