@@ -94,15 +94,19 @@ class Analysis:
 
         devices = sorted({a.record.device for a in self.items if a.record.device}) or ["device unknown"]
         kernels = len(group(self.items))
-        captures = sorted({summary(m) for m in self.manifests.values()}) + ([NOT_RECORDED] if self.unrecorded() else [])
+        lines = {home: summary(m) for home, m in self.manifests.items()}
+        if len(set(lines.values())) > 1:  # say whose is whose
+            lines = {home: f"{home.name}: {line}" for home, line in lines.items()}
+        captures = list(dict.fromkeys(lines.values())) + [f"{Path(s).name}: {NOT_RECORDED}" for s in self.unrecorded()]
         return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
                 f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name}); "
                 f"capture: {' | '.join(captures)}")
 
-    def unrecorded(self) -> bool:
-        """Some launch comes from an input that records no capture context (a CSV export)."""
+    def unrecorded(self) -> list[str]:
+        """The sources that record no capture context (CSV exports), in the order read."""
         homes = list(self.manifests)
-        return any(not any(Path(a.record.source).is_relative_to(h) for h in homes) for a in self.items)
+        sources = dict.fromkeys(a.record.source for a in self.items)
+        return [s for s in sources if not any(Path(s).is_relative_to(h) for h in homes)]
 
     def warnings(self) -> list[str]:
         """A line a kernel whose figures pass 100 % of a ceiling (analysis/overshoot.py)."""
