@@ -44,7 +44,7 @@ def strict(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 def test_cell_fields_from_real_gemm(fx: Path, tmp_path: Path) -> None:
     assert imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv") == 0
     doc = cell_doc(tmp_path, "c1")
-    assert doc["schema_version"] == 3 and doc["hw_key"] == "h200-sxm" and len(doc["captured_sources"]) == 2
+    assert doc["schema_version"] == 4 and doc["hw_key"] == "h200-sxm" and len(doc["captured_sources"]) == 2
     gemm, decode = doc["kernels"]
     assert gemm["category"] == "GEMM/cuBLAS" and gemm["flops"]["tensor_bf16"] == 274_877_906_944
     assert gemm["duration_ns"] == 338_432 and gemm["source"] == "sources/00-gemm_bf16.ncu-rep"

@@ -30,7 +30,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
 
 def test_json_schema(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = run_json(capsys, str(fx / "gemm_bf16.ncu-rep"), str(fx / "decode_gemm-raw.csv"), "--kernel", "regex:nvjet")
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == 4
     assert doc["context"]["kernel_filter"] == "regex:nvjet"
     assert len(doc["kernels"]) == 2
     for k in doc["kernels"]:

@@ -13,7 +13,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -27,7 +27,7 @@ from .analysis.pipeline import load as load_records
 from .ceilings import CeilingsFile
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .manifest import BundleManifest, NcuFacts
+from .manifest import BundleManifest, NcuFacts, Recorded, ReportManifest
 from .model import Assessment
 from .report.progress import Steps, metered, quiet
 from .typed import plain
@@ -55,8 +55,9 @@ class AnalyzeRequest:
     achievable: Path | None = None
 
 
-def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: dict[Path, BundleManifest]) -> dict[str, Any]:
-    """The JSON document's context block: what was analysed, how, and each bundle's capture."""
+def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: Mapping[Path, Recorded]) -> dict[str, Any]:
+    """The JSON document's context block: what was analysed, how, each bundle's capture (its
+    manifest) and each bare report's (what the report records of it)."""
     return {
         "tool": f"kernelscope {__version__}",
         "analyzed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -65,7 +66,8 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: dict[Path, Bu
         "ceilings_file": ceilings.origin,
         "hw_override": r.hw,
         "achievable_file": None if r.achievable is None else str(r.achievable),
-        "bundles": {str(d): plain(m) for d, m in manifests.items()},
+        "bundles": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, BundleManifest)},
+        "reports": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, ReportManifest)},
     }
 
 
@@ -74,7 +76,7 @@ class Analysis:
     request: AnalyzeRequest
     items: list[Assessment]
     ceilings: CeilingsFile
-    manifests: dict[Path, BundleManifest]
+    manifests: Mapping[Path, Recorded]  # each input's capture context (analysis.pipeline.contexts)
 
     def context(self) -> dict[str, Any]:
         return _context(self.request, self.ceilings, self.manifests)
@@ -88,11 +90,23 @@ class Analysis:
     def headline(self) -> str:
         """One line saying what was judged, on what device, against which ceilings."""
         from .analysis.groups import group
+        from .report.context import NOT_RECORDED, summary
 
         devices = sorted({a.record.device for a in self.items if a.record.device}) or ["device unknown"]
         kernels = len(group(self.items))
+        lines = {home: summary(m) for home, m in self.manifests.items()}
+        if len(set(lines.values())) > 1:  # say whose is whose
+            lines = {home: f"{home.name}: {line}" for home, line in lines.items()}
+        captures = list(dict.fromkeys(lines.values())) + [f"{Path(s).name}: {NOT_RECORDED}" for s in self.unrecorded()]
         return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
-                f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name})")
+                f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name}); "
+                f"capture: {' | '.join(captures)}")
+
+    def unrecorded(self) -> list[str]:
+        """The sources that record no capture context (CSV exports), in the order read."""
+        homes = list(self.manifests)
+        sources = dict.fromkeys(a.record.source for a in self.items)
+        return [s for s in sources if not any(Path(s).is_relative_to(h) for h in homes)]
 
     def warnings(self) -> list[str]:
         """A line a kernel whose figures pass 100 % of a ceiling (analysis/overshoot.py)."""
@@ -191,12 +205,12 @@ def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
 
 
 def figure_title(an: Analysis, model: str = "unknown") -> str:
-    """What a figure is of, from its context: device, model and metric set."""
+    """What a figure is of, from its context: device, model, metric set and ncu."""
     devices = ", ".join(sorted({a.record.device for a in an.items if a.record.device})) or "device unknown"
-    sets = sorted({m.metric_sets for m in an.manifests.values()})
-    if len(an.manifests) < len(an.request.inputs):  # a bare report records no metric set
-        sets.append("not recorded")
-    return f"{devices} · model {model} · set {', '.join(sets)}"
+    unrecorded = ["not recorded"] if an.unrecorded() else []  # a CSV export records neither
+    sets = sorted({m.metric_sets for m in an.manifests.values()}) + unrecorded
+    ncus = sorted({m.ncu.version for m in an.manifests.values() if m.ncu}) or unrecorded
+    return f"{devices} · model {model} · set {', '.join(sets)} · ncu {', '.join(ncus) or 'not recorded'}"
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,7 @@ BLOCK_DIMS = tuple(_c(f"launch__block_dim_{a}", "launch", "block") for a in "xyz
 DEVICE_NAME = _c("device__attribute_display_name", "launch", "device")
 COMPUTE_CAPABILITY = _c("device__attribute_compute_capability_major", "launch", "flops (counter names by arch)")
 MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limiter (clock cap)")
+MAX_MEM_CLOCK_KHZ = _c("device__attribute_max_mem_frequency_khz", "launch", "a bare report's context (memory clock)")
 
 # -- divergence ----------------------------------------------------------------------------------
 BRANCH_TARGETS = _c("smsp__sass_branch_targets.sum", "roofline", "branch_divergence_pct")

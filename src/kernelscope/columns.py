@@ -18,9 +18,9 @@ from . import catalogue as C
 from . import typed
 from .analysis.categories import categorize
 from .analysis.verdict import roof_pct, verdict_roof
-from .model import OUT_OF_RANGE, Assessment, KernelRecord, Limiter, Provenance, all_in_range, in_range
+from .model import OUT_OF_RANGE, Assessment, Capture, KernelRecord, Limiter, Provenance, all_in_range, in_range
 
-SCHEMA_VERSION = 3  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel
+SCHEMA_VERSION = 4  # 3: limiter, runner_up, evidence, provenance and ncu's verdict per kernel; 4: capture
 Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
 
 
@@ -212,6 +212,9 @@ PLACED: tuple[Column, ...] = (
            lambda a: None if a.achievable is None else dict(a.achievable),
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
+    Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "
+           "it: ncu_version, metric_set, clock_control (null: not given, ncu's default); null when its input records "
+           "none (a CSV export)", lambda a: None if a.capture is None else _fields(a.capture), keys=_keys_of(Capture)),
     Column("unmeasured", "list", "", "figures whose counters were not collected", _unmeasured, nullable=False),
 )
 COLUMNS: tuple[Column, ...] = RECORD + PLACED

@@ -160,6 +160,49 @@ class BundleManifest:
         return json.dumps(typed.plain(self), indent=1, allow_nan=False) + "\n"
 
 
+REPORT_KIND = "ncu-report"
+
+
+@dataclass(frozen=True)
+class ReportManifest:
+    """A bare `.ncu-rep`'s context, as the report itself records it (ingest.report_manifest reads
+    it): the same facts a bundle's manifest gives its reports, where the report keeps them, and
+    None or empty where it does not (a report records no driver version, model or --context)."""
+
+    report: str  # the report, as the input named it
+    ncu: NcuFacts | None  # the ncu binary as its command line ran it, and its version
+    gpu: GpuFacts
+    metric_set: str  # named from the sections and metrics it holds (ncu/metric_sets.recognise)
+    sections: tuple[str, ...]  # ncu's sections in its launches (section0: a --metrics list)
+    ncu_command: tuple[str, ...]  # ncu and its options, secrets redacted
+    target: tuple[str, ...]  # the profiled program and its arguments, secrets redacted
+    processes: tuple[str, ...]  # "pid 838 /tmp/sets/copy", one a profiled process
+    host: str | None
+    clock_control: str | None  # --clock-control as given; None: not given (ncu's default, base)
+    clocks_hz: Mapping[str, float] = field(default_factory=dict)  # the device's maximum clocks (sm_max_hz, ...)
+    created_at: str | None = None  # when ncu wrote it, ISO 8601 UTC
+    kind: str = REPORT_KIND
+
+    @property
+    def metric_sets(self) -> str:
+        return self.metric_set
+
+    @property
+    def shapes(self) -> str | None:
+        return " ".join(self.target) or None
+
+    @property
+    def context(self) -> Mapping[str, str]:
+        return {}  # nobody told the report the model or the serving config
+
+    @property
+    def analytic(self) -> Analytic | None:
+        return None
+
+
+Recorded = BundleManifest | ReportManifest  # a capture's context: a bundle's manifest, or a bare report's own
+
+
 def redacted(m: BundleManifest, secrets: Sequence[str] = ()) -> BundleManifest:
     """The manifest as it may be written or shown: every command line through redact.argv, the
     `--context` through redact.mapping, free text (errors, notes) scrubbed of the secret values

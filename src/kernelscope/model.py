@@ -186,6 +186,15 @@ class NcuVerdict:
 
 
 @dataclass(frozen=True)
+class Capture:
+    """The capture a launch came from, as its bundle's manifest or its bare report records it."""
+
+    ncu_version: str | None  # None: not recorded
+    metric_set: str  # "roofline+stalls", "basic", "detailed", "custom", ...
+    clock_control: str | None  # ncu's --clock-control; None: not given (ncu's default) or not recorded
+
+
+@dataclass(frozen=True)
 class Assessment:
     """A KernelRecord placed against its device's ceilings, with a bound and ranked levers."""
 
@@ -210,3 +219,4 @@ class Assessment:
     provisional: bool = False  # no roofline placement (no FLOP or DRAM byte counters): the busiest unit, no %SoL
     analytic: Mapping[str, float | str] | None = None  # the harness's analytic work, with counted/analytic
     achievable: Mapping[str, float | str | None] | None = None  # %SoL against measured ceilings
+    capture: Capture | None = None  # None: its input records no capture (a CSV export)

@@ -12,10 +12,10 @@ from typing import Any
 from ..ceilings import CeilingsFile
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
-from ..ingest import Inputs, bundle_manifest, iter_inputs
+from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
-from ..manifest import Analytic, BundleManifest
-from ..model import Assessment, KernelRecord, RawKernel
+from ..manifest import Analytic, BundleManifest, Recorded, ReportManifest
+from ..model import Assessment, Capture, KernelRecord, RawKernel
 from ..serving import Serving, from_context
 from . import overshoot
 from .derive import derive
@@ -61,12 +61,26 @@ def records_of(raws: Iterable[RawKernel], matcher: re.Pattern[str] | str | None)
 
 def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
     """The manifests of the bundle directories among the inputs, keyed by directory."""
-    found = {}
+    return {p: m for p in as_paths(paths) if (m := bundle_manifest(p) if p.is_dir() else None) is not None}
+
+
+def contexts(paths: Inputs) -> dict[Path, Recorded]:
+    """Each input's capture context, in input order: a bundle's manifest, keyed by its directory,
+    and a bare report's own (ingest.report_manifest), keyed by the report, for a report given alone
+    or in a directory that is not a bundle. A CSV export records none."""
+    found: dict[Path, Recorded] = {}
     for p in as_paths(paths):
         manifest = bundle_manifest(p) if p.is_dir() else None
         if manifest is not None:
             found[p] = manifest
+        else:
+            found.update((r, m) for r in expand([p]) if (m := report_manifest(r)) is not None)
     return found
+
+
+def capture_of(m: Recorded) -> Capture:
+    clock = m.clock_control if isinstance(m, ReportManifest) else m.scoping.clock_control
+    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, clock)
 
 
 def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
@@ -97,6 +111,7 @@ class Judge:
     analytic: Mapping[Path, Analytic | None]  # bundle directory -> its harness op's work, if any
     matcher: re.Pattern[str] | str | None
     serving: Mapping[Path, Serving | None] = field(default_factory=dict)  # bundle directory -> its serving config
+    capture: Mapping[Path, Capture] = field(default_factory=dict)  # bundle directory or bare report -> its capture
 
     def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
         """The selected launches among `raws`, judged one at a time as they are read."""
@@ -120,6 +135,9 @@ class Judge:
         work = self._home(rec, self.analytic)
         if work is not None:
             a = counted_vs_analytic(a, work)
+        capture = self._home(rec, self.capture)
+        if capture is not None:
+            a = replace(a, capture=capture)
         over = overshoot.notes(a, self.table.origin, None if self.measured is None else self.measured.origin)
         return replace(a, record=replace(rec, notes=rec.notes + over)) if over else a
 
@@ -130,14 +148,15 @@ def judge_for(
     hw: str | None = None,
     ceilings: str | os.PathLike[str] | None = None,
     achievable: str | os.PathLike[str] | None = None,
-) -> tuple[Judge, dict[Path, BundleManifest]]:
-    """The Judge of these inputs, and their bundles' manifests: the ceilings and manifests are read
-    (and refused) here, before the first launch."""
+) -> tuple[Judge, dict[Path, Recorded]]:
+    """The Judge of these inputs, and their capture contexts (contexts): the ceilings, manifests and
+    reports' own records are read (and refused) here, before the first launch."""
     table = load_ceilings(ceilings)
     measured = load_ceilings(achievable) if achievable else None
-    found = bundles(as_paths(paths))
+    found = contexts(as_paths(paths))
     return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel),
-                 {d: from_context(m.context) for d, m in found.items()}), found
+                 {d: from_context(m.context) for d, m in found.items()},
+                 {d: capture_of(m) for d, m in found.items()}), found
 
 
 def analyze(

@@ -12,14 +12,17 @@ import os
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import manifest as bundle_manifest_file
+from .. import redact
 from ..errors import InputError, KernelscopeError
 from ..files import MAX_INPUT_BYTES, open_input
-from ..manifest import BundleManifest
+from ..manifest import BundleManifest, GpuFacts, NcuFacts, ReportManifest
 from ..model import RawKernel
-from . import csv_pages, ncu_rep
+from ..ncu import cmdline, metric_sets
+from . import csv_pages, ncu_rep, session
 from .detect import sniff
 from .parts import NO_LAUNCHES
 
@@ -77,33 +80,64 @@ def _read_plain(path: Path, shown: str, kind: str, sized: ncu_rep.Sized | None) 
         raise InputError(shown, "neither an .ncu-rep report nor an ncu CSV export")
 
 
+@contextmanager
+def plain(path: Path, shown: str) -> Iterator[tuple[Path, str]]:
+    """The file as its readers take it, and its kind (detect.sniff): a gzip expanded into a private
+    temp file for as long as it is read (ncu_report reads files, not bytes). An empty file, or an
+    empty one inside gzip, is an error."""
+    head = _head(path)
+    if not head:
+        raise InputError(shown, "empty file")
+    if sniff(head) != "gzip":
+        yield path, sniff(head)
+        return
+    with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:
+        inner = Path(tmp) / "report"
+        gunzip_file(path, inner, shown)
+        first = _head(inner)
+        if not first:
+            raise InputError(shown, "empty file inside gzip")
+        yield inner, sniff(first)
+
+
 def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKernel]:
     """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error.
     `sized`: told how many launches a report holds before the first is read (progress)."""
     shown = str(path)
+    count = 0
     try:
-        head = _head(path)
-        if not head:
-            raise InputError(shown, "empty file")
-        count = 0
-        if sniff(head) == "gzip":
-            with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:  # ncu_report reads files, not bytes
-                plain = Path(tmp) / "report"
-                gunzip_file(path, plain, shown)
-                inner = _head(plain)
-                if not inner:
-                    raise InputError(shown, "empty file inside gzip")
-                for raw in _read_plain(plain, shown, sniff(inner), sized):
-                    count += 1
-                    yield raw
-        else:
-            for raw in _read_plain(path, shown, sniff(head), sized):
+        with plain(path, shown) as (file, kind):
+            for raw in _read_plain(file, shown, kind, sized):
                 count += 1
                 yield raw
     except OSError as exc:
         raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
     if not count:
         raise InputError(shown, NO_LAUNCHES)
+
+
+def report_manifest(path: Path) -> ReportManifest | None:
+    """A bare `.ncu-rep`'s own context (manifest.ReportManifest), or None for a CSV export, which
+    records none. The report's session details (ingest/session.py), its first launch's sections,
+    metrics and clocks (ncu_rep.first_launch), ncu's command line split into ncu's options and the
+    program (ncu/cmdline.py), every command line redacted."""
+    shown = str(path)
+    try:
+        with plain(path, shown) as (file, kind):
+            if kind != "ncu-rep":
+                return None
+            recorded = session.read(file, shown)
+            launch = ncu_rep.first_launch(file, shown)
+    except OSError as exc:
+        raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
+    command = cmdline.parse(recorded.command_line or "")
+    ncu = NcuFacts(next(iter(command.argv), ""), recorded.ncu_version) if recorded.ncu_version else None
+    return ReportManifest(
+        report=shown, ncu=ncu, gpu=GpuFacts(launch.device, None, recorded.cuda_version),
+        metric_set=metric_sets.recognise(launch.sections, launch.metrics), sections=launch.sections,
+        ncu_command=tuple(redact.argv(list(command.argv))), target=tuple(redact.argv(list(command.target))),
+        processes=recorded.processes, host=recorded.host, clock_control=command.value("--clock-control"),
+        clocks_hz=launch.clocks_hz, created_at=recorded.created_at)
 
 
 def read_file(path: Path) -> list[RawKernel]:

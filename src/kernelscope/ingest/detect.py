@@ -33,7 +33,7 @@ from ..errors import InputError
 NCU_REP_MAGIC = b"NVR\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 
-SOURCES, RESULTS, SESSION, PAYLOAD = 1, 2, 3, 5  # BlockHeader fields
+SOURCES, RESULTS, SESSION, PAYLOAD, PROCESS = 1, 2, 3, 5, 6  # BlockHeader fields
 OTHER_RESULTS = (7, 8, 9)  # range, command list and graph results
 COMMAND_LINE = 11  # ReportSessionDetails.ProfilerCmdline: the session detail ncu writes last
 HEADER_LIMIT = 64 << 20  # a block header holds counts and a string table of metric names: a few KB
@@ -57,6 +57,8 @@ class Block:
     results: int
     other_results: int
     command_line: bool  # its session details hold ncu's command line
+    session: bytes = b""  # its ReportSessionDetails, as stored (ingest/session.py reads them)
+    process: bytes = b""  # its ProcessInfo: the process whose launches the block holds
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -70,7 +72,7 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
+def message_fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
     """(field number, value) of one protobuf message's top level; a varint's value is an int, any
     other field's its bytes. Raises IndexError or ValueError when the bytes are not a message."""
     at = 0
@@ -120,18 +122,20 @@ def blocks(fh: BinaryIO, shown: str) -> Iterator[Block]:
             raise InputError(shown, f"{CUT} (block {number} has a {header_size:,}-byte header)")
         try:
             header: dict[int, int | bytes] = {}
-            for field, value in _fields(fh.read(header_size)):
+            for field, value in message_fields(fh.read(header_size)):
                 header.setdefault(field, value)
             session = header.get(SESSION, b"")
-            command_line = isinstance(session, bytes) and any(n == COMMAND_LINE for n, _ in _fields(session))
+            command_line = isinstance(session, bytes) and any(n == COMMAND_LINE for n, _ in message_fields(session))
         except (IndexError, ValueError, KeyError):
             raise InputError(shown, f"{CUT} (block {number} has no readable header)") from None
         counts = {n: v if isinstance(v, int) else 0 for n, v in header.items()}
         start, pos = pos + 4 + header_size, pos + 4 + header_size + counts.get(PAYLOAD, 0)
         if pos > size:
             raise InputError(shown, f"{CUT} (block {number} runs past the end of the file)")
+        process = header.get(PROCESS, b"")
         block = Block(pos, counts.get(SOURCES, 0), counts.get(RESULTS, 0),
-                      sum(counts.get(n, 0) for n in OTHER_RESULTS), command_line)
+                      sum(counts.get(n, 0) for n in OTHER_RESULTS), command_line,
+                      session if isinstance(session, bytes) else b"", process if isinstance(process, bytes) else b"")
         entries = block.sources + block.results
         if not block.other_results and not _fills(fh, start, pos, entries):  # ncu_report aborts on a misfit
             raise InputError(shown, f"{CUT} (block {number} does not hold the {entries} entries its header counts)")

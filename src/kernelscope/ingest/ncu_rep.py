@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, NUMERIC
+from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, MAX_MEM_CLOCK_KHZ, MAX_SM_CLOCK_KHZ, NUMERIC
 from ..errors import InputError
 from ..files import open_input
 from ..model import RawKernel, RuleResult, in_range
@@ -29,6 +30,7 @@ def _ncu_report() -> Any:
 
 
 NUMERIC_WANTED = tuple(sorted(NUMERIC))
+CLOCK_ATTRIBUTES = {"sm_max_hz": MAX_SM_CLOCK_KHZ, "memory_max_hz": MAX_MEM_CLOCK_KHZ}  # kHz in the report
 Sized = Callable[[int], None]  # told a report's launch count once it is open (progress)
 
 
@@ -208,3 +210,34 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                     code_file=code_file(action),
                 )
             first += count
+
+
+@dataclass(frozen=True)
+class FirstLaunch:
+    """What ncu_report exposes of a capture's settings, from a report's first launch (ncu asks
+    every launch of a session for the same sections)."""
+
+    sections: tuple[str, ...] = ()  # section identifiers; section0 is a --metrics list
+    metrics: frozenset[str] = frozenset()
+    device: str | None = None
+    clocks_hz: Mapping[str, float] = field(default_factory=dict)  # the device's maximum clocks
+
+
+def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
+    """The report's first launch's sections, metric names, device and clocks (none: no launch)."""
+    shown = display or str(path)
+    with _loaded(path, shown) as context:
+        ranges = (context.range_by_idx(r) for r in range(context.num_ranges()))
+        rng = next((r for r in ranges if r.num_actions()), None)
+        if rng is None:
+            return FirstLaunch()
+        action = rng.action_by_idx(0)
+        clocks = {}
+        for key, name in CLOCK_ATTRIBUTES.items():
+            metric = action.metric_by_name(name)
+            if metric is not None and metric.kind() in (metric.ValueKind_UINT32, metric.ValueKind_UINT64):
+                clocks[key] = 1e3 * metric.as_uint64()
+        device = action.metric_by_name(DEVICE_NAME)
+        return FirstLaunch(tuple(text(s.identifier()) for s in action.sections()),
+                           frozenset(text(n) for n in action.metric_names()),
+                           None if device is None else text(device.value()), clocks)

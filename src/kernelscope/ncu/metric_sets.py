@@ -37,6 +37,50 @@ ADDONS: dict[AddonName, Addon] = {
 ADDON_NAMES: tuple[AddonName, ...] = tuple(ADDONS)
 
 
+# -- naming the set a report was captured with, from what it holds ---------------------------------
+# ncu 2025.3.1's own sets (`ncu --list-sets`, tests/fixtures/sets.tar.xz: ncu-list-sets.txt), by the
+# name a report's context gives them: ncu's `roofline` is not ours, so it is `ncu-roofline`
+_SOL_CHARTS = tuple(f"SpeedOfLight_Hierarchical{p}RooflineChart" for p in ("Double", "Half", "Single", "Tensor"))
+NCU_SETS: dict[str, frozenset[str]] = {
+    "basic": frozenset({"LaunchStats", "Occupancy", "SpeedOfLight", "WorkloadDistribution"}),
+    "detailed": frozenset({"ComputeWorkloadAnalysis", "LaunchStats", "MemoryWorkloadAnalysis",
+                           "MemoryWorkloadAnalysis_Chart", "Occupancy", "SourceCounters", "SpeedOfLight",
+                           "SpeedOfLight_RooflineChart", "WorkloadDistribution"}),
+    "full": frozenset({"ComputeWorkloadAnalysis", "InstructionStats", "LaunchStats", "MemoryWorkloadAnalysis",
+                       "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "NumaAffinity",
+                       "Nvlink_Tables", "Nvlink_Topology", "Occupancy", "PmSampling", "SchedulerStats",
+                       "SourceCounters", "SpeedOfLight", *_SOL_CHARTS, "SpeedOfLight_RooflineChart",
+                       "WarpStateStats", "WorkloadDistribution"}),
+    "ncu-roofline": frozenset({"SpeedOfLight", *_SOL_CHARTS, "SpeedOfLight_RooflineChart", "WorkloadDistribution"}),
+    "nvlink": frozenset({"Nvlink", "Nvlink_Tables", "Nvlink_Topology"}),
+    "pmsampling": frozenset({"PmSampling", "PmSampling_WarpStates"}),
+}
+METRICS_SECTION = "section0"  # the section ncu makes of a `--metrics` list
+# what makes our roofline list a roofline: its work and traffic counters (the list grows; a report
+# captured before a counter joined it still holds these)
+ROOFLINE_CORE: frozenset[str] = frozenset({
+    *(n for by_arch in catalogue.TENSOR_FLOPS.values() for n in by_arch["hopper"]),
+    *catalogue.SIMT_COUNT.values(), catalogue.DURATION, catalogue.DRAM_READ, catalogue.DRAM_WRITE})
+CUSTOM = "custom"
+
+
+def recognise(report_sections: tuple[str, ...], metrics: frozenset[str]) -> str:
+    """The set a report's launch was captured with, named from what it holds: one of ncu's sets
+    when its sections are exactly that set's and no `--metrics` list came with them; our roofline
+    list and its add-ons (`roofline+stalls+sol`) when its sections are theirs and its `--metrics`
+    hold the list's work and traffic counters (and the stall counters, for stalls); else custom."""
+    named = frozenset(report_sections) - {METRICS_SECTION}
+    if METRICS_SECTION not in report_sections:
+        return next((name for name, wanted in NCU_SETS.items() if named == wanted), CUSTOM)
+    if not ROOFLINE_CORE <= metrics:
+        return CUSTOM
+    addons = [a for a in ADDON_NAMES if ADDONS[a].metrics and set(ADDONS[a].metrics) <= metrics]
+    addons += [a for a in ADDON_NAMES if ADDONS[a].sections and set(ADDONS[a].sections) <= named]
+    if named != set(sections(tuple(addons))):
+        return CUSTOM
+    return "+".join(["roofline", *(a for a in ADDON_NAMES if a in addons)])
+
+
 def metric_list(addons: tuple[AddonName, ...] = ()) -> tuple[str, ...]:
     """The roofline list plus the named add-ons' metrics, in a stable order without repeats."""
     names = list(ROOFLINE)

@@ -1,5 +1,6 @@
 """The full-context header: what a reviewer needs to trust a number. Every field is filled from
-the bundles' manifests and the campaign config when they know it, and says "unknown" otherwise."""
+the bundles' manifests, the bare reports' own records (manifest.ReportManifest) and the campaign
+config when they know it, and says "unknown" (or "not recorded") otherwise."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from pathlib import PurePath
 from typing import Any
 
 from .. import redact
-from ..manifest import BundleManifest
+from ..manifest import Recorded, ReportManifest
+from ..ncu.metric_sets import METRICS_SECTION
 
 UNKNOWN = "unknown"
+NOT_RECORDED = "not recorded"
 FIELDS = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload", "capture")
 
 
@@ -23,7 +26,39 @@ def shown_command(argv: Sequence[str]) -> str:
     return shlex.join([PurePath(argv[0]).name, *redact.argv(list(argv[1:]))])
 
 
-def capture_line(m: BundleManifest) -> str:
+def _mhz(hz: float | None) -> str:
+    return NOT_RECORDED if hz is None else f"{hz / 1e6:,.0f} MHz"
+
+
+def clock_control(m: ReportManifest) -> str:
+    return m.clock_control or "not given (ncu's default: base)"
+
+
+def report_line(m: ReportManifest) -> str:
+    """A bare report's capture, from what it records: ncu, the set and its sections, the clocks,
+    and who wrote it where and when."""
+    named = [s for s in m.sections if s != METRICS_SECTION]
+    sections = ", ".join(named) or "none"
+    if METRICS_SECTION in m.sections:
+        sections += " + a --metrics list"
+    ncu = m.ncu.version if m.ncu else NOT_RECORDED
+    return (f"ncu {ncu}, set {m.metric_set} (sections {sections}), clock-control {clock_control(m)}, "
+            f"device max clocks SM {_mhz(m.clocks_hz.get('sm_max_hz'))} / memory "
+            f"{_mhz(m.clocks_hz.get('memory_max_hz'))}, profiled {', '.join(m.processes) or NOT_RECORDED} on host "
+            f"{m.host or NOT_RECORDED}, written {m.created_at or NOT_RECORDED}")
+
+
+def summary(m: Recorded) -> str:
+    """The capture in a few words, for a table's or figure's header: ncu, set, clocks, what ran."""
+    ncu = m.ncu.version if m.ncu else NOT_RECORDED
+    clocks = clock_control(m) if isinstance(m, ReportManifest) else m.scoping.clock_control
+    ran = shown_command(m.target) or NOT_RECORDED
+    return f"ncu {ncu}, set {m.metric_sets}, clock-control {clocks}, ran {ran}"
+
+
+def capture_line(m: Recorded) -> str:
+    if isinstance(m, ReportManifest):
+        return report_line(m)
     s = m.scoping
     sets = m.metric_sets
     ncu = m.ncu.version if m.ncu else UNKNOWN
@@ -34,7 +69,7 @@ def capture_line(m: BundleManifest) -> str:
             f"{m.transport}{where}, at {m.started_at}")
 
 
-def hardware_line(m: BundleManifest) -> str | None:
+def hardware_line(m: Recorded) -> str | None:
     if not m.gpu.name:
         return None
     extra = ", ".join(x for x in (f"driver {m.gpu.driver_version}" if m.gpu.driver_version else "",
@@ -42,7 +77,7 @@ def hardware_line(m: BundleManifest) -> str | None:
     return m.gpu.name + (f" ({extra})" if extra else "")
 
 
-def header(manifests: Iterable[BundleManifest], campaign: Mapping[str, Any] | None,
+def header(manifests: Iterable[Recorded], campaign: Mapping[str, Any] | None,
            devices: set[str], extra: Mapping[str, Any]) -> dict[str, str]:
     """Field -> text, in FIELDS order, then what the analysis itself used (ceilings, tool)."""
     found = list(manifests)
@@ -64,5 +99,8 @@ def header(manifests: Iterable[BundleManifest], campaign: Mapping[str, Any] | No
         commands = [shown_command(m.target) for m in found if m.target]
         if commands:
             out["workload"] = " | ".join(commands)
+    reports = [shown_command(m.ncu_command) for m in found if isinstance(m, ReportManifest) and m.ncu_command]
+    if reports:
+        out["ncu_command"] = " | ".join(reports)
     out.update({k: str(v) for k, v in extra.items()})
     return out

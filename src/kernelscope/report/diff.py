@@ -23,7 +23,7 @@ from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
 from ..columns import value
-from ..manifest import BundleManifest
+from ..manifest import BundleManifest, Recorded
 from ..model import Assessment
 from . import kernels
 from .gates import UNITS, Change, Gate, figure_value, is_percent
@@ -43,16 +43,18 @@ FIGURES: tuple[tuple[str, str, float, str], ...] = (
 SIDES = ("baseline", "candidate")
 
 
-def bundle_context(m: BundleManifest | None, items: Sequence[Assessment]) -> dict[str, Any]:
-    """What must agree between the two sides, for a bundle or a bare report alike (a bare report
-    has no manifest: its device is its launches'), and the metric set, which need not."""
+def bundle_context(m: Recorded | None, items: Sequence[Assessment]) -> dict[str, Any]:
+    """What must agree between the two sides, for a bundle or a bare report alike (its own record of
+    its capture; a CSV export has none: its device is its launches'), and the metric set, which need
+    not."""
     ctx: dict[str, Any] = {
         "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
         "metric_set": "unknown", "shapes": "unknown", "model": "unknown",
     }
     if m is not None:
-        ctx.update(metric_set=m.metric_sets, shapes=m.shapes or "unknown",
-                   model=m.context.get("model") or "unknown")
+        # a bare report's command line is not its shapes (two captures of one kernel by other commands)
+        shapes = m.shapes if isinstance(m, BundleManifest) else None
+        ctx.update(metric_set=m.metric_sets, shapes=shapes or "unknown", model=m.context.get("model") or "unknown")
     return ctx
 
 

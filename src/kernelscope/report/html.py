@@ -37,7 +37,7 @@ def _css() -> str:
 *{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0 auto;padding:16px 24px;color:#222;
 max-width:1600px;font-size:14px;line-height:1.4}
 h1{font-size:20px;margin:0 0 2px}h2{font-size:16px;margin:26px 0 8px;border-bottom:1px solid #ddd}
-.sub{color:#555;margin:0 0 10px}a{color:#1a5fb4}
+.sub{color:#555;margin:0 0 10px;overflow-wrap:anywhere}a{color:#1a5fb4}
 table{border-collapse:collapse;font-size:12.5px;width:100%}td,th{border:1px solid #e2e2e2;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f4f4f4;position:sticky;top:0;z-index:2}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td.num{white-space:nowrap}
@@ -56,6 +56,7 @@ summary{cursor:pointer;overflow-wrap:anywhere}ul.stands{font-size:12.5px;color:#
 .from{color:#666;font-family:system-ui,sans-serif;font-weight:normal}
 .lever{margin:6px 0}.lever b{color:#111}.note{color:#555;font-size:12.5px}
 #frontier td:first-child{white-space:nowrap}#stalls td.name{width:34%}
+table.ctx td{overflow-wrap:anywhere}table.ctx td:first-child{white-space:nowrap;width:1%}
 """ + bounds
 
 
