@@ -218,6 +218,13 @@ def test_achievable_where_nothing_shows_it_is_refused(fx: Path, tmp_path: Path,
            "measured ceilings" in capsys.readouterr().err and not any(bundle.iterdir())
 
 
+def test_kernels_dry_run_refuses_a_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """--dry-run prints a command, not the listing --format would shape: refused, not ignored."""
+    assert main(["kernels", "--dry-run", "--format", "json", "--", "python3", "step.py"]) == 2
+    assert capsys.readouterr().err == ("kernelscope: error: kernels --format: --dry-run prints the ncu command that "
+                                       "would list the kernels, not a listing to format\n")
+
+
 def test_op_refuses_the_shape_of_another_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from kernelscope.capture import harness
 

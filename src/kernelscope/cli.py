@@ -409,6 +409,8 @@ def cmd_kernels(a: argparse.Namespace) -> int:
     from . import app
     from .capture.inventory import kernels_table
 
+    _refuse("kernels", ((a.dry_run and a.format, "--format", "--dry-run prints the ncu command that would list the "
+                         "kernels, not a listing to format"),))
     result = app.kernels(a.target, a.ncu, a.timed, a.timeout, dry_run=a.dry_run, progress=say)
     if result.dry_run is not None:
         emit("".join(line + "\n" for line in result.dry_run))
