@@ -189,6 +189,8 @@ def test_achievable_figures_are_in_the_table(fx: Path, capsys: pytest.CaptureFix
     (["--details", "--out-dir", "OUT"], "analyze --details: --out-dir alone writes kernels.json and kernels.csv"),
     (["--per-launch", "--format", "json"], "analyze --per-launch: --format json holds every launch (one object each) "
                                            "already"),
+    (["--per-launch", "--format", "csv"], "analyze --per-launch: --format csv holds every launch (one row each) "
+                                          "already"),
     (["--per-launch", "--out-dir", "OUT"], "analyze --per-launch: --out-dir alone writes kernels.json"),
     (["--jobs", "4"], "analyze --jobs: the table is built in this process; --jobs reads a large input in parts"),
     (["--jobs", "4", "--format", "markdown"], "analyze --jobs: the markdown is built in this process"),
