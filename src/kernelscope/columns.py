@@ -74,7 +74,8 @@ def _map(attr: str) -> Callable[[KernelRecord], Any]:
     return lambda r: None if getattr(r, attr) is None else dict(getattr(r, attr))
 
 
-def _unmeasured(a: Assessment) -> list[str]:
+def unmeasured_of(a: Assessment) -> list[str]:
+    """The figures a launch lacks: its counters', and the %SoL that needed them (every format lists these)."""
     names = list(a.record.unmeasured)
     names += [n for n, v in (("pct_sol_compute", a.pct_sol_compute), ("pct_sol_memory", a.pct_sol_memory))
               if v is None and n not in names]
@@ -215,7 +216,7 @@ PLACED: tuple[Column, ...] = (
     Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "
            "it: ncu_version, metric_set, clock_control (null: not given, ncu's default); null when its input records "
            "none (a CSV export)", lambda a: None if a.capture is None else _fields(a.capture), keys=_keys_of(Capture)),
-    Column("unmeasured", "list", "", "figures whose counters were not collected", _unmeasured, nullable=False),
+    Column("unmeasured", "list", "", "figures whose counters were not collected", unmeasured_of, nullable=False),
 )
 COLUMNS: tuple[Column, ...] = RECORD + PLACED
 BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}

@@ -17,7 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .kernels import Ranked, judgement, kernel_frontier, total_time
+from ..columns import unmeasured_of
+from .kernels import Ranked, bound_cell, judgement, kernel_frontier, total_time
 from .kernels import table as kernel_table
 from .roofline_data import RooflineData, origins
 from .roofline_plot import render_svg
@@ -128,14 +129,17 @@ def _table(t: Table, linked: set[int]) -> str:
 
 
 def _mix(rows: Sequence[Ranked]) -> str:
-    """Share of kernel time by verdict, as one labelled bar."""
+    """Share of kernel time by verdict, as one labelled bar; a provisional verdict (`compute?`: the
+    report lacks the counters that would confirm it) is its own share, never counted as a sure one."""
     total = total_time(rows)
     by: dict[str, float] = {}
     for r in rows:
-        by[r.lead.bound] = by.get(r.lead.bound, 0.0) + (r.total_ns or 0.0) / total * 100
-    spans = "".join(f"<span class='b-{_e(b)}' style='width:{v:.2f}%' title='{_e(b)} {v:.1f} %'>"
+        by[bound_cell(r.lead)] = by.get(bound_cell(r.lead), 0.0) + (r.total_ns or 0.0) / total * 100
+    spans = "".join(f"<span class='b-{_e(b.rstrip('?'))}' style='width:{v:.2f}%' title='{_e(b)} {v:.1f} %'>"
                     f"{_e(b) + ' ' if v >= 12 else ''}{v:.0f} %</span>" for b, v in by.items() if v > 0)
     words = ", ".join(f"{_e(b)} {v:.0f} %" for b, v in sorted(by.items(), key=lambda kv: -kv[1]))
+    if any(b.endswith("?") for b in by):
+        words += " (? provisional: the report lacks the counters that would confirm it)"
     return f"<p class='note'>Kernel time by verdict: {words}</p><div class='mix'>{spans}</div>"
 
 
@@ -194,12 +198,13 @@ def _stalls(rows: Sequence[Ranked], where: Mapping[str, str] | None) -> str:
 
 def _verdict(r: Ranked, open_: bool, where: Mapping[str, str] | None) -> str:
     a = r.lead
-    rec = a.record
     limiters = "".join(f"<li>{_e(x)}</li>" for x in a.limiters)
     levers = "".join(f"<div class='lever'>{k}. <b>{_e(lv.rule)}</b>: {_e(lv.action)}<br>expect: {_e(lv.expected)}; "
                      f"confirm: {_e(lv.confirm)}</div>" for k, lv in enumerate(a.next_levers, 1))
-    unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(rec.unmeasured))}</p>" if rec.unmeasured else ""
-    roofs = f"ceilings {_e(a.compute_ceiling_key or '—')} and {_e(a.memory_ceiling_key)}"
+    missing = unmeasured_of(a)
+    unmeasured = f"<p class='note'>unmeasured: {_e(', '.join(missing))}</p>" if missing else ""
+    compute = a.compute_ceiling_key or "none (no FLOP counted, or no peak for its precision)"
+    roofs = f"ceilings: compute {_e(compute)}, memory {_e(a.memory_ceiling_key)}"
     stands = "".join(f"<li><b>{_e(label)}</b>: {name_html(text) if label == 'full name' else _e(text)}</li>"
                      for label, text in judgement(a))
     who = _who(r.rank, r.name, r.group.source, where)

@@ -51,7 +51,7 @@ def _top_level_spans(text: str, path: Path) -> tuple[dict[str, tuple[int, int]],
 
 
 def merge(text: str | None, value: dict[str, Any], path: Path) -> str:
-    rendered = json.dumps(value, indent=2)
+    rendered = json.dumps(value, indent=2).replace("\n", "\n  ")  # nested one level, as a top-level key's value
     if text is None:
         return json.dumps({KEY: value}, indent=2) + "\n"
     if not isinstance(parse_json(text, path, FILE), dict):  # parsed whole first: the spans' decoder recurses too

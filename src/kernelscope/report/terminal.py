@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..analysis.frontier import FrontierItem
+from ..columns import unmeasured_of
 from ..model import Assessment
 from . import kernels
 from .kernels import Ranked
@@ -65,8 +66,8 @@ def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
     lines += [f"• {x}" for x in a.limiters]
     for i, lv in enumerate(a.next_levers, 1):
         lines += [f"{i}. [{lv.rule}] {lv.action}", f"   expect: {lv.expected}; confirm: {lv.confirm}"]
-    if rec.unmeasured:
-        lines.append(f"unmeasured: {', '.join(rec.unmeasured)}")
+    if missing := unmeasured_of(a):
+        lines.append(f"unmeasured: {', '.join(missing)}")
     for line in lines:
         out += wrap("  " + line, width, "     ")
     return out
