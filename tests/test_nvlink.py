@@ -47,7 +47,7 @@ def test_nvlink_ceilings_load_with_their_source(tmp_path: Path, capsys: pytest.C
     assert main(["ceilings", "list", "--format", "json"]) == 0
     rows = {r["key"]: r for r in json.loads(capsys.readouterr().out)["ceilings"]}
     assert rows["h200-sxm.links.nvlink"]["value"] == 0.9
-    assert rows["h200-sxm.links.nvlink"]["unit"] == "TB/s (both directions)"
+    assert rows["h200-sxm.links.nvlink"]["unit"] == "TB/s rx+tx"
     assert rows["h200-sxm.links.nvlink"]["clock_mhz"] is None  # a link's rate is its own
     bad = tmp_path / "ceilings.yaml"
     bad.write_text("devices:\n  x:\n    memory: {hbm: {tbps: 1}}\n    compute: {}\n"
