@@ -104,10 +104,10 @@ def test_catalogue_both_ways() -> None:
     """Every counter a set collects is read, and every counter read is collected by some set."""
     collected = set(metric_sets.metric_list(tuple(metric_sets.ADDONS)))
     assert collected <= catalogue.WANTED
-    collected_by_group = {c.name for c in catalogue.COUNTERS if c.group in ("roofline", "stalls")}
+    collected_by_group = {c.name for c in catalogue.COUNTERS if c.group in ("roofline", "stalls", "nvlink")}
     assert collected == collected_by_group
     groups = {c.group for c in catalogue.COUNTERS}
-    assert groups <= {"roofline", "stalls", "sol", "full", "launch", "blackwell"}
+    assert groups <= {"roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell"}
     # Blackwell-only names are read when a Blackwell report has them, never asked of ncu on Hopper
     blackwell = {c.name for c in catalogue.COUNTERS if c.group == "blackwell"}
     assert "sm__ops_path_tensor_src_fp4_dst_fp32.sum" in blackwell and not blackwell & collected

@@ -13,8 +13,9 @@ figure is unmeasured only when no source is in the report, and never guessed.
 
 Groups: `roofline` is our default `--metrics` list; `stalls` is the stalls add-on; `sol` comes
 with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full` only with ncu's
-`--set full` (or `detailed`, or ncu's own `--set roofline`); `launch` is recorded by ncu with every
-profiled launch (no pass, no request needed);
+`--set full` (or `detailed`, or ncu's own `--set roofline`); `nvlink` is the nvlink add-on, and comes
+with ncu's MemoryWorkloadAnalysis_Chart section too (`--set detailed/full`); `launch` is recorded by
+ncu with every profiled launch (no pass, no request needed);
 `blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,
 docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
 (ncu refuses a metric name the chip lacks).
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Group = Literal["roofline", "stalls", "sol", "full", "launch", "blackwell"]
+Group = Literal["roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell"]
 Arch = Literal["hopper", "blackwell"]
 
 
@@ -177,6 +178,16 @@ DEVICE_NAME = _c("device__attribute_display_name", "launch", "device")
 COMPUTE_CAPABILITY = _c("device__attribute_compute_capability_major", "launch", "flops (counter names by arch)")
 MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limiter (clock cap)")
 MAX_MEM_CLOCK_KHZ = _c("device__attribute_max_mem_frequency_khz", "launch", "a bare report's context (memory clock)")
+
+# -- NVLink: a collective's link ------------------------------------------------------------------
+# Bytes received and sent over all the GPU's NVLinks, as rates over the launch (byte/s). ncu's
+# MemoryWorkloadAnalysis_Chart section asks for them (its MemoryApertureUsage rule sums the two as
+# the NVLink bandwidth), which is why `--set detailed/full` reports hold them: 0 on a lone H200.
+NVL_RX = _c("nvlrx__bytes.sum.per_second", "nvlink", "nvlink_bytes_per_s")
+NVL_TX = _c("nvltx__bytes.sum.per_second", "nvlink", "nvlink_bytes_per_s")
+# The GPU's logical NVLink connections, in every report: 0 on a GPU with no NVLink to a peer
+NVL_LINKS = _c("nvlink__count_logical", "launch", "nvlink_bytes_per_s (0: no NVLink on this device)")
+NO_NVLINK = f"no NVLink on this device ({NVL_LINKS} 0)"
 
 # -- divergence ----------------------------------------------------------------------------------
 BRANCH_TARGETS = _c("smsp__sass_branch_targets.sum", "roofline", "branch_divergence_pct")
@@ -356,6 +367,10 @@ FIGURES: tuple[Figure, ...] = (
                lambda g, h, mv: "wgmma" if g > 0 else "mma.sync" if h - mv > 0 else None, "hopper", declines=True),
         Source("wgmma instructions in the SASS (any other Hopper tensor op is mma.sync)", (WGMMA_SASS_INST,),
                lambda n: "wgmma" if n > 0 else "mma.sync", "hopper"))),
+    # a device with no link has no NVLink figure, not one of 0 bytes/s: it does not apply (NA)
+    Figure("nvlink_bytes_per_s", (
+        Source(f"{NVL_RX} + {NVL_TX}", (NVL_LINKS, NVL_RX, NVL_TX), lambda n, r, t: NA if n == 0 else r + t),
+        Source(NO_NVLINK, (NVL_LINKS,), lambda n: NA if n == 0 else None, declines=True))),
     Figure("register_spill_pct", (Source(f"{SPILL_INST} / {INST_EXECUTED}", (SPILL_INST, INST_EXECUTED), _pct),)),
     Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
                                   tuple(STALLS.values()), _stall_shares, declines=True),)),

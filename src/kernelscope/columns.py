@@ -151,6 +151,9 @@ RECORD: tuple[Column, ...] = (
            keys=_numbers(*C.STALLS)),
     _num("register_spill_pct", "% of instructions", "instructions that spill or fill registers to local memory "
          "(sass__inst_executed_register_spilling over smsp__inst_executed.sum; --set full, detailed)"),
+    _num("nvlink_bytes_per_s", "byte/s", "NVLink bytes received + sent per second, all the GPU's links together "
+         "(nvlrx + nvltx__bytes.sum.per_second: the nvlink add-on, --set detailed or full); null and not in "
+         "unmeasured: no NVLink on this device (nvlink__count_logical 0)"),
     Column("code_file", "text", "", "the kernel's source file, from the report's line information (a .py file: a "
            "Triton kernel); null without line information", _r("code_file")),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",
@@ -181,8 +184,8 @@ PLACED: tuple[Column, ...] = (
            _a("provisional"), nullable=False),
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
     Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
-           "(tensor, simt, hbm, l2, pipe, issue, latency, launch, grid, unmeasured), key, name, pct at the measured "
-           "clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False,
+           "(tensor, simt, hbm, l2, pipe, issue, nvlink, latency, launch, grid, unmeasured), key, name, pct at the "
+           "measured clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False,
            keys=_keys_of(Limiter)),
     Column("runner_up", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "the next roof (the nearest "
            "one when latency is named), as limiter", lambda a: None if a.runner_up is None else _fields(a.runner_up),

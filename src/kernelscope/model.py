@@ -36,8 +36,10 @@ def all_in_range(values: Sequence[float]) -> bool:
 
 Bound = Literal["compute", "memory", "latency", "unmeasured"]
 # What limits a kernel: a roof (a precision's tensor or SIMT peak, HBM, L2, an SM pipe, the issue
-# slots), or none reached (latency; launch overhead; a grid smaller than one wave), or not measured.
-LimiterKind = Literal["tensor", "simt", "hbm", "l2", "pipe", "issue", "latency", "launch", "grid", "unmeasured"]
+# slots, or for a collective its NVLink), or none reached (latency; launch overhead; a grid smaller
+# than one wave), or not measured.
+LimiterKind = Literal["tensor", "simt", "hbm", "l2", "pipe", "issue", "nvlink", "latency", "launch", "grid",
+                      "unmeasured"]
 ProvenanceKind = Literal["library", "open", "user"]  # who can change the kernel: a vendor, a project, you
 TensorPath = Literal["wgmma", "tcgen05", "mma.sync"]
 
@@ -124,6 +126,7 @@ class KernelRecord:
     simt_efficiency_pct: float | None
     warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
     register_spill_pct: float | None  # instructions that spill or fill registers, % of all instructions executed
+    nvlink_bytes_per_s: float | None  # NVLink bytes received + sent per second; None and not unmeasured: no NVLink
     ncu_rules: tuple[RuleResult, ...] = ()
     code_file: str | None = None  # the kernel's source file (a .py one: a Triton kernel), where the report has it
     unmeasured: tuple[str, ...] = ()

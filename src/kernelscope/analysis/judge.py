@@ -1,7 +1,8 @@
 """Pick the limiter among a kernel's roofs (roofs.py) by the lines in rules.py, and say why: the
 figures that decided, the runner-up, and both sides when the call is near a line. The nearest
 roof at or over 60 % names the limiter; under it the kernel is latency-bound, and the latency is
-told apart as launch overhead, a grid under one wave, or stalls."""
+told apart as launch overhead, a grid under one wave, or stalls. A collective is judged against its
+link alone (judge_link), never against HBM or FLOP roofs."""
 
 from __future__ import annotations
 
@@ -127,6 +128,8 @@ def boundary(lim: Limiter, runner: Limiter | None) -> str:
 
 def how_close(lim: Limiter) -> str:
     """'93 % at the measured 1610 MHz (82 % of the datasheet figure)', or a per-cycle share."""
+    if lim.kind == "nvlink":
+        return f"{lim.pct:.0f} % of it (the link's own rate: no clock to scale to)"
     if lim.pct_datasheet is None:
         return f"{lim.pct:.0f} % busy over elapsed cycles"
     if lim.clock_hz is None:
@@ -191,3 +194,25 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim, at_most or {})) if x]
     evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + lines
     return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines)), tuple(evidence))
+
+
+def judge_link(rec: KernelRecord, roof: Limiter | None, why: str) -> Judgement:
+    """A collective against its link: bound at the NVLink roof from 60 % of it, else latency (the
+    peers' arrival, the protocol's latency or the launch set its time, not the link's bandwidth);
+    with no NVLink figure, unmeasured, saying `why` and what capture gives one: the GPU's own HBM and
+    FLOP roofs are not its limit, so no verdict on them stands in."""
+    if roof is None or roof.pct is None:
+        missing = Limiter("unmeasured", C.NVL_RX, "unmeasured", None, None, None,
+                          f"unmeasured: a collective is judged against its link, and {why}")
+        return Judgement(missing, None, "unmeasured", missing.reading, (missing.reading,))
+    if roof.pct >= NEAR_ROOF_PCT:
+        lim, runner = roof, None
+    else:
+        lim, runner = Limiter("latency", C.DURATION, "latency", None, None, None,
+                              f"NVLink at {roof.pct:.0f} % of its roof, under {NEAR_ROOF_PCT:.0f} %: the link's "
+                              "bandwidth does not set its time; the peers' arrival, the protocol's latency or the "
+                              "launch do"), roof
+    bound = KIND_BOUND[lim.kind]
+    line = boundary(lim, runner)
+    evidence = [lim.reading] + ([roof.reading] if lim is not roof else []) + ([line] if line else [])
+    return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, line), tuple(evidence))

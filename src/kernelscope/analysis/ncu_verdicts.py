@@ -31,6 +31,7 @@ OURS_HOW: dict[LimiterKind, str] = {
     "l2": "lts__throughput (left out of the breakdown behind ncu's memory figure, gpu__compute_memory_throughput)",
     "pipe": "one pipe's busy cycles over elapsed cycles",
     "issue": "issue-slot cycles over elapsed cycles",
+    "nvlink": "a collective's NVLink bytes held to the link's bandwidth (ncu's SM and memory figures leave it out)",
 }
 
 

@@ -2,7 +2,8 @@
 binding precision's tensor or SIMT peak (a tensor roof held at the kernel's instruction path), HBM,
 L2, each SM pipe and the issue slots. A peak is a per-clock rate times a clock, and boost is not
 held under load (a cuBLAS GEMM ran at 1.61 GHz against the 1.83 GHz the tensor peak assumes), so the
-roof at the measured clock decides and the datasheet figure stands beside it. judge.py picks."""
+roof at the measured clock decides and the datasheet figure stands beside it. A collective is held
+to its link instead (nvlink_roof): the link's rate is its own, with no clock to scale. judge.py picks."""
 
 from __future__ import annotations
 
@@ -180,6 +181,36 @@ def sm_roofs(rec: KernelRecord) -> list[Limiter]:
         out.append(Limiter("issue", C.ISSUE_ACTIVE, "issue slots", pct, None, None,
                            f"issue slots busy {pct:.0f} % of elapsed cycles ({how})"))
     return out
+
+
+CAPTURE_NVLINK = ("capture it with --add nvlink (or ncu --set full) on a machine whose GPUs reach its peers over "
+                  "NVLink")
+
+
+def nvlink_roof(rec: KernelRecord, dev: DeviceCeilings) -> Limiter | None:
+    """A collective's NVLink bytes, received + sent, over the link's bandwidth in both directions
+    (the ceilings' links.nvlink); None when either is not known (link_unmeasured says why)."""
+    link = dev.link("nvlink")
+    rate, roof = rec.nvlink_bytes_per_s, link.both_ways_tbps
+    if rate is None or roof is None or link.each_way_tbps is None:
+        return None
+    pct = 100 * rate / (roof * 1e12)
+    reading = (f"NVLink {rate / 1e9:.1f} GB/s received + sent ({C.NVL_RX} + {C.NVL_TX}) = {pct:.0f} % of "
+               f"{roof * 1e3:g} GB/s both directions ({link.key}; {link.each_way_tbps * 1e3:g} GB/s each way; the "
+               "link's own rate: no clock scaling)")
+    return Limiter("nvlink", link.key, "NVLink roof", pct, pct, None, reading)
+
+
+def link_unmeasured(rec: KernelRecord, dev: DeviceCeilings) -> str:
+    """Why a collective has no NVLink roof, and what capture gives it one."""
+    link = dev.link("nvlink")
+    if rec.nvlink_bytes_per_s is not None:
+        return (f"NVLink {rec.nvlink_bytes_per_s / 1e9:.1f} GB/s received + sent, but {link.key} is not sourced "
+                f"({link.source}): give the link's figure with --ceilings")
+    if "nvlink_bytes_per_s" not in rec.unmeasured:
+        return (f"{C.NO_NVLINK}: its traffic, if any, went over PCIe or the network, which kernelscope has no "
+                f"counter or ceiling for; {CAPTURE_NVLINK}")
+    return f"NVLink traffic not collected ({C.NVL_RX}, {C.NVL_TX}): {CAPTURE_NVLINK}"
 
 
 def unsettled(rec: KernelRecord, p: Placement) -> str | None:

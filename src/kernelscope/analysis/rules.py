@@ -48,7 +48,7 @@ NCU_FINDINGS = ("SharedMemoryConflicts", "UncoalescedGlobalAccess", "Uncoalesced
 
 KIND_BOUND: dict[LimiterKind, Bound] = {
     "tensor": "compute", "simt": "compute", "pipe": "compute", "issue": "compute",
-    "hbm": "memory", "l2": "memory",
+    "hbm": "memory", "l2": "memory", "nvlink": "memory",  # a link moves bytes: a collective at its NVLink roof
     "latency": "latency", "launch": "latency", "grid": "latency",
     "unmeasured": "unmeasured",
 }
@@ -210,12 +210,16 @@ def _stall(f: Facts) -> str:
     return f"dominant stall {f.top_stall} ({_pct(f.top_stall_pct)} of stalled warp-cycles): {meaning}"
 
 
+def _communication(f: Facts) -> str:
+    said = "communication kernel: the link it uses (NVLink, PCIe, the network) and when the other ranks arrive set its time"
+    if f.bound == "unmeasured":
+        return f"{said}; without its link's figure the verdict above does not say how near the link it runs"
+    return (f"{said}: it is held to the NVLink roof, not this GPU's HBM or FLOP roofs; under the roof, the time "
+            "left is waiting on peers or the protocol's latency")
+
+
 LIMITERS: tuple[LimiterRule, ...] = (
-    LimiterRule("communication", lambda f: f.communication,
-                lambda f: "communication kernel: the link it uses (NVLink, PCIe, the network) and when the other "
-                          "ranks arrive set its time; the roofs here are this GPU's own, and the link's ceiling and "
-                          "counters are not in this capture, so the verdict above does not say how near the link "
-                          "it runs"),
+    LimiterRule("communication", lambda f: f.communication, _communication),
     LimiterRule("occupancy-registers",
                 lambda f: f.registers_limit_occupancy and not f.prov.warp_specialised,
                 lambda f: f"occupancy limited by registers ({_pct(f.rec.registers_per_thread, '/thread')}): theoretical {_pct(f.rec.theoretical_occupancy_pct)}, achieved {_pct(f.rec.achieved_occupancy_pct)}"),

@@ -10,12 +10,12 @@ from ..ceilings import DeviceCeilings
 from ..model import Assessment, KernelRecord, Limiter
 from ..serving import Serving
 from .categories import categorize
-from .judge import judge, ramp_floor_ns
+from .judge import judge, judge_link, ramp_floor_ns
 from .levers import levers
 from .ncu_verdicts import compare
 from .provenance import classify
 from .roofline import place
-from .roofs import candidates, unsettled
+from .roofs import candidates, link_unmeasured, nvlink_roof, unsettled
 from .rules import LIMITERS, PRECISION_STEP, Facts
 
 GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
@@ -80,14 +80,18 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
     why = unsettled(rec, p)
     roofs = candidates(rec, dev, p, provisional=why is not None)
-    j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec, dev.hw_key))
-    prov = classify(rec)
     category = categorize(rec.name, rec.name_full)[0]
+    communication = category == "NCCL"  # a collective is held to its link, not to this GPU's own roofs
+    if communication:
+        j = judge_link(rec, nvlink_roof(rec, dev), link_unmeasured(rec, dev))
+    else:
+        j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec, dev.hw_key))
+    prov = classify(rec)
     facts = Facts(
         rec=rec, bound=j.bound, provisional=j.provisional, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
         top_stall=top, top_stall_pct=stalls.get(top) if top else None, tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
-        communication=category == "NCCL",
+        communication=communication,
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
         hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
         serving=serving, hw_key=dev.hw_key,

@@ -55,6 +55,27 @@ class PathRoof:
 
 
 @dataclass(frozen=True)
+class LinkCeiling:
+    """A GPU-to-GPU link's bandwidth (links.<name>): a rate of the link's own, held at no SM or DRAM
+    clock. `tbps` is both directions together when `bidirectional` (NVIDIA's "NVLink: 900GB/s"),
+    one direction's otherwise; a kernel's received plus sent bytes are held to both directions'."""
+
+    key: str  # e.g. "h200-sxm.links.nvlink"
+    tbps: float | None  # TB/s as the file gives it; None: no sourced figure
+    bidirectional: bool
+    source: str
+    direction_source: str = ""  # how it is known whether tbps counts both directions
+
+    @property
+    def both_ways_tbps(self) -> float | None:
+        return None if self.tbps is None else self.tbps if self.bidirectional else 2 * self.tbps
+
+    @property
+    def each_way_tbps(self) -> float | None:
+        return None if self.tbps is None else self.tbps / 2 if self.bidirectional else self.tbps
+
+
+@dataclass(frozen=True)
 class DeviceCeilings:
     hw_key: str
     name: str
@@ -63,6 +84,11 @@ class DeviceCeilings:
     memory: Ceiling
     compute: Mapping[str, Ceiling]
     tensor_paths: Mapping[str, PathRoof] = field(default_factory=dict)
+    links: Mapping[str, LinkCeiling] = field(default_factory=dict)
+
+    def link(self, name: str) -> LinkCeiling:
+        """A link's ceiling; one the file does not list is unknown, never 0."""
+        return self.links.get(name) or LinkCeiling(f"{self.hw_key}.links.{name}", None, True, "absent")
 
     def for_precision(self, precision_class: str) -> Ceiling:
         name = PRECISION_CEILING[precision_class]
@@ -139,6 +165,8 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         entry = _map(entry, f"{key}.tensor_paths.{path}", origin)
         ratio = _number(entry.get("ratio"), f"{key}.tensor_paths.{path}.ratio", origin)
         paths[path] = PathRoof(path, ratio, _text(entry.get("source"), f"{key}.tensor_paths.{path}.source", origin))
+    links = {name: _link(f"{key}.links.{name}", entry, origin)
+             for name, entry in _map(spec.get("links") or {}, f"{key}.links", origin).items()}
     match = spec.get("match") or []
     if not isinstance(match, list):
         raise InputError(origin, f"{key}.match must be a list of device names, got {type(match).__name__}")
@@ -150,7 +178,19 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         memory=_ceiling(f"{key}.memory.hbm", tbps, hbm, origin),
         compute=compute,
         tensor_paths=paths,
+        links=links,
     )
+
+
+def _link(key: str, entry: Any, origin: str) -> LinkCeiling:
+    entry = _map(entry, key, origin)
+    both = entry.get("bidirectional")
+    if not isinstance(both, bool):
+        raise InputError(origin, f"{key}.bidirectional must be true (tbps is both directions' total) or false "
+                                 f"(one direction's), got {both!r:.80}")
+    return LinkCeiling(key, _number(entry.get("tbps"), f"{key}.tbps", origin), both,
+                       _text(entry.get("source"), f"{key}.source", origin),
+                       _text(entry.get("direction_source"), f"{key}.direction_source", origin))
 
 
 def _ceiling(key: str, value: float | None, entry: dict[str, Any], origin: str) -> Ceiling:

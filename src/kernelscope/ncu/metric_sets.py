@@ -15,7 +15,7 @@ from typing import Literal
 from .. import catalogue
 
 MetricSet = Literal["roofline", "basic", "full"]
-AddonName = Literal["stalls", "sol"]
+AddonName = Literal["stalls", "sol", "nvlink"]
 SETS: tuple[MetricSet, ...] = ("roofline", "basic", "full")
 
 
@@ -33,6 +33,9 @@ ADDONS: dict[AddonName, Addon] = {
     "stalls": Addon("stalls", catalogue.group("stalls"), (), "warp-stall reasons (about +6 passes)"),
     "sol": Addon("sol", (), ("SpeedOfLight",),
                  "ncu's SpeedOfLight section: SM and memory throughput and ncu's bottleneck rule (+7 passes)"),
+    "nvlink": Addon("nvlink", catalogue.group("nvlink"), (),
+                    "NVLink bytes received and sent: a collective's link, on a machine whose GPUs reach their peers "
+                    "over NVLink (passes not measured: no two-GPU machine yet)"),
 }
 ADDON_NAMES: tuple[AddonName, ...] = tuple(ADDONS)
 
@@ -93,7 +96,7 @@ def sections(addons: tuple[AddonName, ...] = ()) -> tuple[str, ...]:
     return ROOFLINE_SECTIONS + tuple(s for a in addons for s in ADDONS[a].sections)
 
 
-if __name__ == "__main__":  # the list for scripts: python3 -m kernelscope.ncu.metric_sets [stalls] [sol]
+if __name__ == "__main__":  # the list for scripts: python3 -m kernelscope.ncu.metric_sets [stalls] [sol] [nvlink]
     import sys
 
     chosen = tuple(a for a in ADDON_NAMES if a in sys.argv[1:])

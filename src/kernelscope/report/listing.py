@@ -13,7 +13,8 @@ from .table import NAME, Col, Table
 def ceilings_rows(cf: CeilingsFile) -> list[dict[str, Any]]:
     """One a ceiling: its key (what outputs cite), value with unit, the clock the figure is computed
     at (verdicts scale a peak to the clock the kernel ran at; None: not sourced, the figure is used
-    as it is) and that clock's source, the devices it is for, and the figure's source."""
+    as it is) and that clock's source, the devices it is for, and the figure's source. A link's
+    figure has no clock (its rate is its own); its unit says which directions it counts (rx+tx: both)."""
     rows = []
     for dev in cf.devices.values():
         match = ", ".join(dev.match) or "(only with --hw)"
@@ -23,6 +24,11 @@ def ceilings_rows(cf: CeilingsFile) -> list[dict[str, Any]]:
                   "clock_mhz": None if c.clock_hz is None else c.clock_hz / 1e6,
                   "clock_source": c.clock_source or None, "devices": match, "source": c.source or None}
                  for unit, c in peaks]
+        rows += [{"key": link.key, "value": link.tbps,
+                  "unit": "TB/s rx+tx" if link.bidirectional else "TB/s each way",
+                  "clock_mhz": None, "clock_source": None, "devices": match,
+                  "source": "; ".join(x for x in (link.source, link.direction_source) if x) or None}
+                 for link in dev.links.values()]
     return rows
 
 
