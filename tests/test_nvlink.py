@@ -105,17 +105,20 @@ def linked(sets_dir: Path) -> KernelRecord:
 
 
 def test_seam_no_two_gpu_report_nccl_kernel_is_held_to_the_nvlink_roof(linked: KernelRecord) -> None:
-    """rx + tx = 630 GB/s over the H200's 900 GB/s both ways: 70 % of the NVLink roof, no clock
-    scaling, and the figures that decided it; the GEMM's own HBM and FLOP figures play no part."""
+    """rx 330 GB/s, tx 300 GB/s on the H200's 900 GB/s both ways: the busier way, 330 GB/s, is 73 %
+    of 450 GB/s each way, no clock scaling, with the figures that decided it; the GEMM's own HBM and
+    FLOP figures play no part."""
     assert linked.nvlink_bytes_per_s == pytest.approx(630e9)
+    assert linked.nvlink_busier_way_bytes_per_s == pytest.approx(330e9)
     judged = assess(linked, load_ceilings().devices["h200-sxm"])
     lim = judged.limiter
     assert (lim.kind, lim.key, roof_name(lim), lim.clock_hz) == ("nvlink", "h200-sxm.links.nvlink", "NVLink", None)
-    assert lim.pct == pytest.approx(70.0) and lim.pct_datasheet == pytest.approx(70.0)
-    assert roof_pct(judged) == pytest.approx(70.0) and judged.bound == "memory"
-    assert judged.verdict.startswith("memory-bound near the NVLink roof: 70 % of it (the link's own rate")
+    assert lim.pct == pytest.approx(100 * 330 / 450) and lim.pct_datasheet == pytest.approx(100 * 330 / 450)
+    assert roof_pct(judged) == pytest.approx(73.3, abs=0.05) and judged.bound == "memory"
+    assert judged.verdict.startswith("memory-bound near the NVLink roof: 73 % of it (the link's own rate")
     assert judged.evidence[0].startswith("NVLink 630.0 GB/s received + sent (nvlrx__bytes.sum.per_second + "
-                                         "nvltx__bytes.sum.per_second) = 70 % of 900 GB/s both directions")
+                                         "nvltx__bytes.sum.per_second), the busier way 330.0 GB/s = 73 % of "
+                                         "450 GB/s each way (h200-sxm.links.nvlink: 900 GB/s both directions")
     assert judged.runner_up is None and not any("HBM" in e for e in judged.evidence)
     assert kernel_object(judged)["ceiling_key"] == "h200-sxm.links.nvlink"
     assert judged.provenance.family == "NCCL"
@@ -124,13 +127,16 @@ def test_seam_no_two_gpu_report_nccl_kernel_is_held_to_the_nvlink_roof(linked: K
 
 
 def test_seam_no_two_gpu_report_collective_under_its_link_is_latency(linked: KernelRecord) -> None:
-    """200 GB/s is 22 % of the link: latency-bound, the NVLink roof the nearest; with no sourced
-    ceiling the figure stands but no % is made up."""
+    """100 GB/s the busier way is 22 % of 450 GB/s: latency-bound, the NVLink roof the nearest; a
+    send-only collective at 400 GB/s one way is at its roof (89 %), which rx + tx over both ways
+    (44 %) would miss; with no sourced ceiling the figure stands but no % is made up."""
     dev = load_ceilings().devices["h200-sxm"]
-    slow = assess(replace(linked, nvlink_bytes_per_s=200e9), dev)
+    slow = assess(replace(linked, nvlink_bytes_per_s=200e9, nvlink_busier_way_bytes_per_s=100e9), dev)
     assert slow.bound == "latency" and slow.runner_up is not None and slow.runner_up.kind == "nvlink"
-    assert roof_pct(slow) == pytest.approx(100 * 200 / 900)
+    assert roof_pct(slow) == pytest.approx(100 * 100 / 450)
     assert slow.verdict == "latency-bound: no roof reaches 60 %; nearest roof: NVLink roof 22 %"
+    sends = assess(replace(linked, nvlink_bytes_per_s=400e9, nvlink_busier_way_bytes_per_s=400e9), dev)
+    assert sends.bound == "memory" and roof_pct(sends) == pytest.approx(100 * 400 / 450)  # one way full: at its roof
     unsourced = replace(dev, links={})
     judged = assess(linked, unsourced)
     assert judged.bound == "unmeasured" and roof_pct(judged) is None

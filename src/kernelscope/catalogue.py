@@ -371,6 +371,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("nvlink_bytes_per_s", (
         Source(f"{NVL_RX} + {NVL_TX}", (NVL_LINKS, NVL_RX, NVL_TX), lambda n, r, t: NA if n == 0 else r + t),
         Source(NO_NVLINK, (NVL_LINKS,), lambda n: NA if n == 0 else None, declines=True))),
+    Figure("nvlink_busier_way_bytes_per_s", (
+        Source(f"max({NVL_RX}, {NVL_TX})", (NVL_LINKS, NVL_RX, NVL_TX), lambda n, r, t: NA if n == 0 else max(r, t)),
+        Source(NO_NVLINK, (NVL_LINKS,), lambda n: NA if n == 0 else None, declines=True))),
     Figure("register_spill_pct", (Source(f"{SPILL_INST} / {INST_EXECUTED}", (SPILL_INST, INST_EXECUTED), _pct),)),
     Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
                                   tuple(STALLS.values()), _stall_shares, declines=True),)),

@@ -154,6 +154,9 @@ RECORD: tuple[Column, ...] = (
     _num("nvlink_bytes_per_s", "byte/s", "NVLink bytes received + sent per second, all the GPU's links together "
          "(nvlrx + nvltx__bytes.sum.per_second: the nvlink add-on, --set detailed or full); null and not in "
          "unmeasured: no NVLink on this device (nvlink__count_logical 0)"),
+    _num("nvlink_busier_way_bytes_per_s", "byte/s", "the larger of NVLink bytes received and sent per second: the "
+         "figure each direction's bandwidth bounds, so a collective that only sends can reach its roof; null as "
+         "nvlink_bytes_per_s"),
     Column("code_file", "text", "", "the kernel's source file, from the report's line information (a .py file: a "
            "Triton kernel); null without line information", _r("code_file")),
     Column("ncu_rules", "list", "", "ncu's own rule results stored in the report",

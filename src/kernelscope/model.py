@@ -127,6 +127,7 @@ class KernelRecord:
     warp_stalls: Mapping[str, float] | None  # reason -> % of stalled warp-cycles, sums to 100
     register_spill_pct: float | None  # instructions that spill or fill registers, % of all instructions executed
     nvlink_bytes_per_s: float | None  # NVLink bytes received + sent per second; None and not unmeasured: no NVLink
+    nvlink_busier_way_bytes_per_s: float | None  # the larger of received and sent: what a direction's bandwidth bounds
     ncu_rules: tuple[RuleResult, ...] = ()
     code_file: str | None = None  # the kernel's source file (a .py one: a Triton kernel), where the report has it
     unmeasured: tuple[str, ...] = ()

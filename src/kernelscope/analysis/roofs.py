@@ -188,16 +188,17 @@ CAPTURE_NVLINK = ("capture it with --add nvlink (or ncu --set full) on a machine
 
 
 def nvlink_roof(rec: KernelRecord, dev: DeviceCeilings) -> Limiter | None:
-    """A collective's NVLink bytes, received + sent, over the link's bandwidth in both directions
-    (the ceilings' links.nvlink); None when either is not known (link_unmeasured says why)."""
+    """A collective's busier NVLink direction over one direction's bandwidth (half the ceilings'
+    links.nvlink, a both-ways total): a ring all-reduce fills both ways, a send fills one, and either
+    can reach the roof. None when a figure or the ceiling is not known (link_unmeasured says why)."""
     link = dev.link("nvlink")
-    rate, roof = rec.nvlink_bytes_per_s, link.both_ways_tbps
-    if rate is None or roof is None or link.each_way_tbps is None:
+    rate, both, roof = rec.nvlink_busier_way_bytes_per_s, rec.nvlink_bytes_per_s, link.each_way_tbps
+    if rate is None or both is None or roof is None or link.both_ways_tbps is None:
         return None
     pct = 100 * rate / (roof * 1e12)
-    reading = (f"NVLink {rate / 1e9:.1f} GB/s received + sent ({C.NVL_RX} + {C.NVL_TX}) = {pct:.0f} % of "
-               f"{roof * 1e3:g} GB/s both directions ({link.key}; {link.each_way_tbps * 1e3:g} GB/s each way; the "
-               "link's own rate: no clock scaling)")
+    reading = (f"NVLink {both / 1e9:.1f} GB/s received + sent ({C.NVL_RX} + {C.NVL_TX}), the busier way "
+               f"{rate / 1e9:.1f} GB/s = {pct:.0f} % of {roof * 1e3:g} GB/s each way ({link.key}: "
+               f"{link.both_ways_tbps * 1e3:g} GB/s both directions; the link's own rate: no clock scaling)")
     return Limiter("nvlink", link.key, "NVLink roof", pct, pct, None, reading)
 
 
