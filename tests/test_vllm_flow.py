@@ -258,3 +258,21 @@ def test_an_unset_batch_limit_names_vllms_default_for_the_gpu(fx: Path) -> None:
     a = _assess(fx, "decode_gemm.ncu-rep", ["vllm", "serve", "/m/llama"])
     action = {lv.rule: lv for lv in a.next_levers}["batch-rows"].action  # type: ignore[attr-defined]
     assert "--max-num-seqs (not set: 1024 on a GPU of 70 GB or more other than A100, else 256)" in action
+
+
+def test_a_bare_vllm_report_is_read_as_vllms(fx: Path) -> None:
+    """The report's own recorded command (python3 bench/vllm_offline.py: a script that builds vllm.LLM)
+    says vLLM: no "use a CUDA graph" for kernels vLLM already replays in its graphs, the batch flags
+    named as the script sets them (never vLLM's CLI defaults), FA3's combine told by its split."""
+    import kernelscope
+
+    items, _ = kernelscope.analyze(str(fx / "vllm_offline.ncu-rep.gz"))
+    rules = {a.record.name: [lv.rule for lv in a.next_levers] for a in items}
+    assert not any("cuda-graph" in r or "vllm-cuda-graphs" in r for r in rules.values())
+    levers = {(a.record.name, lv.rule): lv for a in items for lv in a.next_levers}
+    batch = levers[("nvjet_sm90_tst_128x16_64x11_2x1_v_bz_TNT", "batch-rows")].action
+    assert "--max-num-seqs (as your script sets it)" in batch and "1024" not in batch
+    combine = levers[("FlashAttnFwdCombine", "fuse-launch")].action
+    assert combine.startswith("FlashAttention's split-KV combine") and "torch.compile" not in combine
+    algo = levers[("nvjet_sm90_tst_64x16_64x16_4x1_v_bz_TNT", "another-algorithm")].action
+    assert algo.startswith("cuBLAS's heuristic chose this algorithm and vLLM offers no switch for it")

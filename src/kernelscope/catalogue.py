@@ -13,7 +13,8 @@ figure is unmeasured only when no source is in the report, and never guessed.
 
 Groups: `roofline` is our default `--metrics` list; `stalls` is the stalls add-on; `sol` comes
 with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full` only with ncu's
-`--set full` (or `detailed`, or ncu's own `--set roofline`); `nvlink` is the nvlink add-on, and comes
+`--set full` (or `detailed`, or ncu's own `--set roofline`); `nvlink` comes with ncu's Nvlink
+sections (the nvlink add-on) and
 with ncu's MemoryWorkloadAnalysis_Chart section too (`--set detailed/full`); `launch` is recorded by
 ncu with every profiled launch (no pass, no request needed);
 `blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,

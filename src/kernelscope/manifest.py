@@ -193,7 +193,11 @@ class ReportManifest:
 
     @property
     def context(self) -> Mapping[str, str]:
-        return {}  # nobody told the report the model or the serving config
+        """What the recorded command says of the serving engine (serving.context_of): a vLLM report
+        is read as vLLM's, its levers at the flag level; nobody told the report the model."""
+        from .serving import context_of
+
+        return context_of(self.target)
 
     @property
     def analytic(self) -> Analytic | None:

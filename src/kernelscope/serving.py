@@ -30,6 +30,7 @@ DEFAULTS = {
     "quantization": "not set: none",
     "kv_cache_dtype": "not set: auto, the model's dtype",
 }
+SCRIPT = "set in the script, not on its command line"  # serving.options for a script that builds vllm.LLM
 
 
 SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
@@ -108,6 +109,7 @@ class Serving:
 
     engine: str  # "vllm"
     options: Mapping[str, str]
+    in_script: bool = False  # the options were set in a script's code: what is not given is not known
 
     @property
     def eager(self) -> bool:
@@ -120,6 +122,14 @@ class Serving:
 
     def get(self, key: str) -> str | None:
         return self.options.get(key)
+
+
+def is_cli(command: Sequence[str]) -> bool:
+    """vLLM's own command line (`vllm serve`, `-m vllm.entrypoints...`), whose options are all in the
+    argv; a script that builds vllm.LLM sets them in its code, where the command does not show them."""
+    argv = words(command)
+    return any(w.startswith("vllm.entrypoints") for w in argv) or any(
+        (w == "vllm" or w.endswith("/vllm")) and argv[i + 1:i + 2] == ["serve"] for i, w in enumerate(argv))
 
 
 def cudagraph_mode(options: Mapping[str, str]) -> str:
@@ -136,6 +146,8 @@ def context_of(command: Sequence[str]) -> dict[str, str]:
     if not is_vllm(command):
         return {}
     given = vllm_options(command)
+    if not is_cli(command):  # a script's own vllm.LLM(...) arguments are not on its command line
+        return {"serving.engine": "vllm", "serving.options": SCRIPT, **{f"serving.{k}": v for k, v in given.items()}}
     return {"serving.engine": "vllm", **{f"serving.{k}": v for k, v in {**DEFAULTS, **given}.items()},
             "serving.cudagraph_mode": cudagraph_mode(given)}
 
@@ -147,5 +159,5 @@ def from_context(context: Mapping[str, str]) -> Serving | None:
     if not engine:
         return None
     return Serving(engine, {k: v for key, v in context.items() if key.startswith("serving.")
-                            and (k := key.removeprefix("serving.")) not in ("engine", "cudagraph_mode")
-                            and v != DEFAULTS.get(k)})
+                            and (k := key.removeprefix("serving.")) not in ("engine", "cudagraph_mode", "options")
+                            and v != DEFAULTS.get(k)}, context.get("serving.options") == SCRIPT)

@@ -43,7 +43,9 @@ PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
 def _flag(f: Facts, key: str) -> str:
     """A vLLM option as the capture's serving command gave it, or what vLLM does without it."""
     given = f.serving.get(key) if f.serving is not None else None
-    return f"now {given}" if given else DEFAULTS[key]
+    if given:
+        return f"now {given}"
+    return "as your script sets it" if f.serving is not None and f.serving.in_script else DEFAULTS[key]
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class LeverRule:
     action: Callable[[Facts], str]
     expected: Callable[[Facts], str]
     unlock: Callable[[Facts], float | None]  # upper bound on the speed-up, x
-    confirm: str
+    confirm: str | Callable[[Facts], str]  # the measurement that confirms it (a function where it depends)
     gain: int  # 3 high, 2 medium, 1 low
     cost: int  # 1 low, 2 medium, 3 high
 
@@ -82,7 +84,8 @@ def _graph_expected(f: Facts) -> str:
     launch = "a host launch (3.3 µs back to back on an H200, docs/hopper-measurements.md §8)"
     if _ramp(f):
         return f"{_us(f)} on the GPU, about {launch}: in a graph the GPU no longer waits on the host between kernels"
-    return f"{_us(f)} on the GPU at about an empty kernel's time: {launch} sets its cost, and a graph pays it once"
+    return (f"{_us(f)} on the GPU at about an empty kernel's time: {launch} sets its cost; in a graph the host "
+            "submits the whole graph once, so that per-launch cost goes and the GPU time stays")
 
 
 def _ramp_amortised(f: Facts) -> str:
@@ -170,8 +173,11 @@ def _stream_expected(f: Facts) -> str:
            if ramp_overhead_ns(f.rec, f.hw_key) is not None else "at the HBM roof")
     said = f"{_mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {_us(f)}"
     bound = _busy_bound(f)
-    if bound is not None and x == bound:
-        said += f", but with {f.limiter.name} {f.limiter.pct:.0f} % busy with work a replacement still does"
+    if bound is not None and x == bound and floor:
+        said += (f" ({(f.rec.duration_ns or 0) / floor:.1f}x its floor), but with {f.limiter.name} "
+                 f"{f.limiter.pct:.0f} % busy doing work a replacement still issues: up to {x or 0:.1f}x for the same "
+                 "instructions; nearer the floor only with fewer of them")
+        return said
     return f"{said}: up to {x or 0:.1f}x"
 
 
@@ -192,10 +198,11 @@ def _wgmma_expected(f: Facts) -> str:
             f"authors): {1 / (f.path_ratio or 1):.1f}x roof to roof")
     if f.attention_like:
         x, what = MEASURED_SAME_SHAPE["attention"]
-        return f"{roof}; measured at one shape: {what}: {x:.2f}x"
+        return f"{roof}; measured at one shape, non-causal: {what}: {x:.2f}x (another shape or a causal mask moves it)"
     return f"{roof}; measured on an H200, 628 TFLOP/s mma.sync vs 787 cuBLAS wgmma, 1.25x"
 
 
+SPLIT_COMBINE = re.compile(r"FlashAttnFwdCombine|splitkv_combine|flash_fwd_splitkv_combine")
 RNG = re.compile(r"distribution_|philox|curand|randperm|normal_kernel|uniform_kernel|bernoulli", re.IGNORECASE)
 COPY = re.compile(r"copy|Copy|transpose|contiguous|CatArray|cat_|clone", re.IGNORECASE)
 FP32_DATA = re.compile(r"\bfloat\b")
@@ -248,13 +255,23 @@ def _precision_action(f: Facts) -> str:
     return f"{_up(f)}run the tensor work in {step}{how}, if accuracy holds"
 
 
+ATTENTION_BACKENDS = (("FlashAttention-3", "FlashAttention"), ("cuDNN SDPA", "cuDNN"), ("FlashInfer", "FlashInfer"))
+
+
 def _algorithm_action(f: Facts) -> str:
     if f.attention_like:  # torch SDPA picks no cuDNN engine for you: the choice one has is the backend
-        return ("choose another attention backend for this shape: FlashAttention-3, cuDNN SDPA, FlashInfer (torch: "
-                "sdpa_kernel(SDPBackend...); vLLM: VLLM_ATTENTION_BACKEND)")
+        others = ", ".join(name for name, family in ATTENTION_BACKENDS if family not in f.prov.family)
+        how = "vLLM: VLLM_ATTENTION_BACKEND" if f.vllm else "torch: sdpa_kernel(SDPBackend...)"
+        return f"choose another attention backend for this shape: {others} ({how})"
+    if f.vllm:  # vLLM calls cuBLAS through torch: its user picks no algorithm
+        return ("cuBLAS's heuristic chose this algorithm and vLLM offers no switch for it: what moves it is the "
+                "shape (--max-num-seqs, tensor parallelism) or the precision (--quantization fp8); report the "
+                "shape upstream if another algorithm is faster (cuBLASLt heuristic list, outside vLLM)")
     if f.limiter.kind in ("hbm", "l2"):
-        return ("try other algorithms for this shape (cuBLASLt heuristic list): larger tiles or 2-CTA "
-                "multicast move fewer bytes per FLOP")
+        under = f.rec.waves_per_sm is not None and f.rec.waves_per_sm < 1
+        return ("try other algorithms for this shape (cuBLASLt heuristic list): " + (
+            f"its grid fills {100 * (f.rec.waves_per_sm or 0):.0f} % of one wave, so split-K or smaller tiles"
+            if under else "larger tiles or 2-CTA multicast move fewer bytes per FLOP"))
     if f.limiter.kind in ("tensor", "simt", "pipe", "issue"):
         return "try other algorithms or engine configs for this shape (cuBLASLt heuristic list, cuDNN benchmark mode)"
     if _ramp(f):
@@ -324,11 +341,11 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; the gain is in the work around it",
               _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
     LeverRule("quantise-operands", "precision", lambda f: f.limiter.kind == "hbm" and _tensor_operands(f),
-              lambda f: f"{_up(f)}store the weights (or KV cache) it streams in fp8 or int4" + (
-                  f": vLLM --quantization fp8 ({_flag(f, 'quantization')}) for the weights, "
-                  f"--kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype')}) for the KV cache"
-                  if f.vllm else ""),
-              lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x), int4 quarters them (up to 4x)",
+              lambda f: f"{_up(f)}store the weights it streams in fp8" + (
+                  f": vLLM --quantization fp8 ({_flag(f, 'quantization')}); int4 weights (AWQ, GPTQ) run on vLLM's "
+                  "Marlin/Machete kernels, not cuBLAS" if f.vllm else
+                  " (torch._scaled_mm, Transformer Engine), or int4 with a kernel that reads int4 (Marlin, Machete)"),
+              lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x; int4 up to 4x on an int4 kernel)",
               lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 3),
     LeverRule("batch-rows", "batching",
               lambda f: f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge),
@@ -381,7 +398,9 @@ LEVERS: tuple[LeverRule, ...] = (
     LeverRule("another-algorithm", "algorithm",
               lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
               _algorithm_action, _headroom_expected, _headroom,
-              f"the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning), then {ROOFLINE}", 2, 1),
+              lambda f: ("the same shape's duration_ns under each backend" if f.attention_like else
+                         "the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning)")
+              + f", then {ROOFLINE}", 2, 1),
     LeverRule("fix-divergence", "source", lambda f: f.diverged,
               lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
               _divergence_expected,
@@ -405,7 +424,7 @@ LEVERS: tuple[LeverRule, ...] = (
               _none, f"the collective's share of the step falls: {NSYS}", 2, 2),
     LeverRule("vllm-cuda-graphs", "serving", lambda f: _graph_worth(f) and f.vllm and not f.in_cuda_graph,
               lambda f: "drop vLLM's --enforce-eager: vLLM then replays decode inside CUDA graphs (its default)",
-              lambda f: f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the step pays it once",
+              lambda f: f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the host submits the step once, and the GPU time stays",
               _none, f"the decode step's time falls (vLLM's own step time, or {NSYS})", 3, 1),
     LeverRule("cuda-graph", "graphs", lambda f: _graph_worth(f) and f.serving is None,
               lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
@@ -421,7 +440,10 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: "the graph's time against the sum of its kernels' says what launches and gaps cost inside the step",
               _none, "one result for the graph, its gpu__time_duration the step's", 1, 1),
     LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
-              lambda f: ("fuse its neighbours into it: bias, activation or residual as the GEMM's epilogue "
+              lambda f: ("FlashAttention's split-KV combine: it runs because the attention kernel split the KV "
+                         "sequence; one split (FlashAttention-3's num_splits) or a backend that does not split at "
+                         "this batch removes it" if SPLIT_COMBINE.search(f.rec.name_full) else
+                         "fuse its neighbours into it: an activation or residual as the GEMM's epilogue "
                          "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
                          else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"),
               lambda f: ("removes the neighbours' launches and their ramps (their own rows say how long)" if f.gemm_like
@@ -498,5 +520,6 @@ def levers(f: Facts) -> tuple[Lever, ...]:
              and (not f.communication or r.name in COMMUNICATION_LEVERS)]
     sized = [(r, r.unlock(f)) for r in fired]
     kept = [(r, x) for r, x in sized if x is None or x >= WORTH_X] or [(FALLBACK, None)]
-    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm, r.gain, r.cost, x) for r, x in kept]
+    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm if isinstance(r.confirm, str) else
+                 r.confirm(f), r.gain, r.cost, x) for r, x in kept]
     return tuple(sorted(out, key=lambda lv: (-saved_fraction(lv.gain, lv.unlock_x) / lv.cost, -lv.gain / lv.cost)))

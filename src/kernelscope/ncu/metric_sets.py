@@ -33,9 +33,12 @@ ADDONS: dict[AddonName, Addon] = {
     "stalls": Addon("stalls", catalogue.group("stalls"), (), "warp-stall reasons (about +6 passes)"),
     "sol": Addon("sol", (), ("SpeedOfLight",),
                  "ncu's SpeedOfLight section: SM and memory throughput and ncu's bottleneck rule (+7 passes)"),
-    "nvlink": Addon("nvlink", catalogue.group("nvlink"), (),
-                    "NVLink bytes received and sent: a collective's link, on a machine whose GPUs reach their peers "
-                    "over NVLink (passes not measured: no two-GPU machine yet)"),
+    # as ncu's sections, not --metrics: asked by name on a GPU with no NVLink peer, nvlrx/nvltx__bytes fail
+    # the whole kernel ("Unable to access ... metrics", exit 9, H200 with ncu 2025.3.1); the sections
+    # only warn, and the report then says there is no link (nvlink__count_logical 0)
+    "nvlink": Addon("nvlink", (), ("Nvlink", "Nvlink_Tables"),
+                    "ncu's Nvlink sections: NVLink bytes received and sent, a collective's link (1 pass on a GPU "
+                    "with no link; not yet measured with peers)"),
 }
 ADDON_NAMES: tuple[AddonName, ...] = tuple(ADDONS)
 
