@@ -94,8 +94,11 @@ def _ramp_amortised(f: Facts) -> str:
     now, more = ramp_floor_ns(f.rec, f.hw_key), ramp_floor_ns(replace(f.rec, dram_bytes=4 * moved), f.hw_key)
     if now is None or more is None:
         return "the fill-and-drain of the SMs is paid once a launch, so more work a launch spreads it"
-    return (f"{moved / 1e6:.1f} MB a launch take {now / 1e3:.1f} µs on this GPU, {4 * moved / 1e6:.1f} MB "
-            f"{more / 1e3:.1f} µs (measured ramp, rules.RAMP_FLOOR_NS): 4x the work for {more / now:.1f}x the time")
+    said = (f"{moved / 1e6:.1f} MB a launch take {now / 1e3:.1f} µs on this GPU, {4 * moved / 1e6:.1f} MB "
+            f"{more / 1e3:.1f} µs (measured ramp, rules.RAMP_FLOOR_NS): 4x the bytes for {more / now:.1f}x the time")
+    # a GEMM's larger M adds activations, not weights: its bytes grow slower than its work
+    return said + ("; a larger M adds fewer bytes than work, so the work a launch gains at least this"
+                   if f.gemm_like else "")
 
 
 def _ramp_unlock(f: Facts) -> float | None:
