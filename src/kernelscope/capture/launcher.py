@@ -19,7 +19,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 DEFAULT_PORT = 49152  # ncu's first attach port
@@ -37,10 +37,9 @@ def accepting(host: str, port: int) -> bool:
         return False
 
 
-def group_cpu_s(pgid: int) -> float:
-    """CPU seconds (user + system) of every process in the process group: ncu and all it started."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+def _group(pgid: int | None) -> Iterator[tuple[int, list[str]]]:
+    """(pid, its /proc stat fields after the name: state ppid pgrp ... utime(11) stime(12)) of every
+    process in process group `pgid` (None: every process)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -48,9 +47,14 @@ def group_cpu_s(pgid: int) -> float:
             fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
         except OSError:  # it ended meanwhile
             continue
-        if int(fields[2]) == pgid:  # fields after the name: state ppid pgrp ... utime(11) stime(12)
-            total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+        if pgid is None or int(fields[2]) == pgid:
+            yield int(entry), fields
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) of every process in the process group: ncu and all it started."""
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum((int(f[11]) + int(f[12])) / tick for _, f in _group(pgid))
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,8 @@ def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener
     `first_port`, by port; empty where /proc does not say (another OS, another user's processes)."""
     inodes = _listening_inodes(range(first_port, first_port + PORTS))
     found: list[Listener] = []
-    for pid in (int(e) for e in os.listdir("/proc") if e.isdigit()) if inodes else ():
+    for pid, _ in _group(pgid) if inodes else ():
         try:
-            if pgid is not None and int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
             socks = {int(t[8:-1]) for fd in os.listdir(f"/proc/{pid}/fd") if (t := _link(f"/proc/{pid}/fd/{fd}"))
                      .startswith("socket:[")}
             title = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
