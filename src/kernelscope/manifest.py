@@ -189,7 +189,7 @@ class ReportManifest:
 
     @property
     def shapes(self) -> str | None:
-        return " ".join(self.target) or None
+        return None  # a report records no shapes: its command line (target) may be any script's
 
     @property
     def context(self) -> Mapping[str, str]:

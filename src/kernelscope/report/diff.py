@@ -23,7 +23,7 @@ from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
 from ..columns import value
-from ..manifest import BundleManifest, Recorded
+from ..manifest import Recorded
 from ..model import Assessment
 from . import kernels
 from .gates import UNITS, Change, Gate, figure_value, is_percent
@@ -52,9 +52,7 @@ def bundle_context(m: Recorded | None, items: Sequence[Assessment]) -> dict[str,
         "metric_set": "unknown", "shapes": "unknown", "model": "unknown",
     }
     if m is not None:
-        # a bare report's command line is not its shapes (two captures of one kernel by other commands)
-        shapes = m.shapes if isinstance(m, BundleManifest) else None
-        ctx.update(metric_set=m.metric_sets, shapes=shapes or "unknown", model=m.context.get("model") or "unknown")
+        ctx.update(metric_set=m.metric_sets, shapes=m.shapes or "unknown", model=m.context.get("model") or "unknown")
     return ctx
 
 
