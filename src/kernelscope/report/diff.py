@@ -170,8 +170,9 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
         changes = {n: Change(figure(b, n), figure(c, n)) for n in names}
         failed, unevaluated = _verdicts(gates, changes) if b and c else ((), ())
         if b and c:
-            lacks[0].update(_unmeasured(b) - _unmeasured(c))
-            lacks[1].update(_unmeasured(c) - _unmeasured(b))
+            ub, uc = _unmeasured(b), _unmeasured(c)
+            lacks[0].update(ub - uc)
+            lacks[1].update(uc - ub)
         either = b if b is not None else c
         assert either is not None
         out.append(KernelDiff(rank, label[either.name_full], None if c is None else label[c.name_full], how, b, c,

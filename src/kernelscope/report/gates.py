@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..columns import BY_NAME, Column, value
+from ..columns import BY_NAME, FLAT, FLAT_KINDS, Column, value
 from ..errors import KernelscopeError
 from ..model import Assessment
 
@@ -35,16 +35,13 @@ def _key_unit(c: Column, key: str) -> str:
     return c.unit
 
 
-def _figures() -> dict[str, str]:
-    out = {}
-    for c in BY_NAME.values():
-        if c.kind in ("number", "integer") and c.name not in IDENTITY:
-            out[c.name] = c.unit
-        out.update((f"{c.name}.{k}", _key_unit(c, k)) for k, kind in c.keys if kind in ("number", "integer"))
-    return out
+def _unit(flat: str) -> str:
+    name, _, key = flat.partition(".")
+    return _key_unit(BY_NAME[name], key) if key else BY_NAME[name].unit
 
 
-UNITS: dict[str, str] = _figures()  # every number figure a gate may name -> its unit
+# every number figure a gate may name -> its unit: the column spec's flat number columns
+UNITS: dict[str, str] = {n: _unit(n) for n in FLAT if FLAT_KINDS[n] in ("number", "integer") and n not in IDENTITY}
 MAPS = tuple(c.name for c in BY_NAME.values() if any(f.startswith(f"{c.name}.") for f in UNITS))
 
 
