@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Protocol, TextIO
 
-from ..ingest import expand, iter_file
+from ..ingest import Inputs, expand, iter_file
 from ..model import RawKernel
 from .text import clean
 
@@ -127,9 +127,11 @@ def counted(raws: Iterable[RawKernel], what: str, progress: Steps, total: list[i
         progress(what, done, total[0] if total else None)
 
 
-def reading(path: Path, n: int, of: int) -> str:
-    """The step of reading the n-th of `of` input files."""
-    return f"reading {path.name}" + (f" (file {n} of {of})" if of > 1 else "")
+def files(paths: Inputs) -> Iterator[tuple[Path, str]]:
+    """Every input file (ingest.expand), with the step of reading it: `reading NAME (file n of N)`."""
+    found = expand(paths)
+    for n, path in enumerate(found, 1):
+        yield path, f"reading {path.name}" + (f" (file {n} of {len(found)})" if len(found) > 1 else "")
 
 
 def metered_file(path: Path, what: str, progress: Steps) -> Iterator[RawKernel]:
@@ -142,6 +144,5 @@ def metered_file(path: Path, what: str, progress: Steps) -> Iterator[RawKernel]:
 
 def metered(paths: Sequence[Path], progress: Steps) -> Iterator[RawKernel]:
     """Every launch of the inputs (ingest.iter_inputs), each file's counted (metered_file)."""
-    files = expand(paths)
-    for n, path in enumerate(files, 1):
-        yield from metered_file(path, reading(path, n, len(files)), progress)
+    for path, what in files(paths):
+        yield from metered_file(path, what, progress)

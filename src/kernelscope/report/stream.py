@@ -22,12 +22,12 @@ from pathlib import Path
 
 from ..analysis.pipeline import Judge
 from ..errors import InputError, KernelscopeError, signals_interrupt
-from ..ingest import Inputs, expand
+from ..ingest import Inputs
 from ..ingest.csv_pages import NotSimple
 from ..ingest.parts import NO_LAUNCHES, ReportSplit, Split, split
 from ..model import RawKernel
 from .pool import Pool, WorkerDied, pool
-from .progress import Steps, counted, metered_file, quiet, reading
+from .progress import Steps, counted, files, metered_file, quiet
 from .writers import Chunk, encode
 
 PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
@@ -82,9 +82,7 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False, progr
     `jobs` processes at most; `progress` told each file's launches (or parts) done of its total."""
     with ExitStack() as stack:
         workers: Pool | None = None
-        files = expand(paths)
-        for n, path in enumerate(files, 1):
-            what = reading(path, n, len(files))
+        for path, what in files(paths):
             cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
             if cut is None:
                 yield from _here(judge, metered_file(path, what, progress), rows)
