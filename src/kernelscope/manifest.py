@@ -152,6 +152,11 @@ class BundleManifest:
         return "+".join([self.metric_set, *self.addons])
 
     @property
+    def clock_control(self) -> str:
+        """--clock-control as the capture ran it (a bare report's is its recorded flag)."""
+        return self.scoping.clock_control
+
+    @property
     def shapes(self) -> str | None:
         """What the capture ran: the harness's analytic description, else the program's command."""
         return (self.analytic.describe if self.analytic else None) or " ".join(self.target) or None

@@ -14,7 +14,7 @@ from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
 from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
-from ..manifest import Analytic, BundleManifest, Recorded, ReportManifest
+from ..manifest import Analytic, BundleManifest, Recorded
 from ..model import Assessment, Capture, KernelRecord, RawKernel
 from ..serving import Serving, from_context
 from . import overshoot
@@ -79,8 +79,7 @@ def contexts(paths: Inputs) -> dict[Path, Recorded]:
 
 
 def capture_of(m: Recorded) -> Capture:
-    clock = m.clock_control if isinstance(m, ReportManifest) else m.scoping.clock_control
-    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, clock)
+    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control)
 
 
 def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:

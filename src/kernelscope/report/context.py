@@ -30,7 +30,7 @@ def _mhz(hz: float | None) -> str:
     return NOT_RECORDED if hz is None else f"{hz / 1e6:,.0f} MHz"
 
 
-def clock_control(m: ReportManifest) -> str:
+def clock_control(m: Recorded) -> str:
     return m.clock_control or "not given (ncu's default: base)"
 
 
@@ -51,7 +51,7 @@ def report_line(m: ReportManifest) -> str:
 def summary(m: Recorded) -> str:
     """The capture in a few words, for a table's or figure's header: ncu, set, clocks, what ran."""
     ncu = m.ncu.version if m.ncu else NOT_RECORDED
-    clocks = clock_control(m) if isinstance(m, ReportManifest) else m.scoping.clock_control
+    clocks = clock_control(m)
     ran = shown_command(m.target) or NOT_RECORDED
     return f"ncu {ncu}, set {m.metric_sets}, clock-control {clocks}, ran {ran}"
 
