@@ -7,7 +7,7 @@ those of ncu_report's own protobuf descriptor (NV.Profiler.Messages):
 
     ReportSessionDetails: CreationTime 2 (Unix seconds), HostSystemInfo 3, TargetSystemInfo 4,
         VersionInfo 8 (repeated: Provider 1, Version 2), ProfilerCmdline 11
-    SystemInfo: OSName 1, ComputerName 5      ProcessInfo: ProcessID 1, Hostname 2, ProcessName 3
+    SystemInfo: ComputerName 5      ProcessInfo: ProcessID 1, Hostname 2, ProcessName 3
 
 ncu 2025.3.1 leaves ReportSessionDetails' ExecutableSettings and ProfilerSettings (environment,
 clock-control mode, sections) unwritten on the command line, so they are read from its command
@@ -25,7 +25,7 @@ from ..files import open_input
 from .detect import blocks, message_fields
 
 CREATED, HOST, TARGET, VERSIONS, COMMAND_LINE = 2, 3, 4, 8, 11  # ReportSessionDetails
-OS_NAME, COMPUTER = 1, 5  # SystemInfo
+COMPUTER = 5  # SystemInfo.ComputerName
 PID, PROCESS_NAME = 1, 3  # ProcessInfo
 NCU = "Nsight Compute Target"  # the VersionInfo provider of the ncu that profiled
 CUDA = "CUDA Version"
@@ -34,12 +34,10 @@ CUDA = "CUDA Version"
 @dataclass(frozen=True)
 class Session:
     ncu_version: str | None = None  # "2025.3.1.0"
-    ncu_build: str | None = None  # ncu's whole version text: "2025.3.1.0 (build 36398880) (public-release)"
     cuda_version: str | None = None  # the driver's CUDA version, "13.0"
     command_line: str | None = None  # ncu's, as recorded (secrets still in it: redact before showing)
     processes: tuple[str, ...] = ()  # "pid 838 /tmp/sets/copy", one a profiled process
     host: str | None = None  # the profiled machine's name
-    os: str | None = None
     created_at: str | None = None  # ISO 8601, UTC
 
 
@@ -89,7 +87,7 @@ def read(path: Path, shown: str) -> Session:
     build = versions.get(NCU)
     command = next((t for v in details.get(COMMAND_LINE, []) if (t := _text(v))), None)
     return Session(
-        ncu_version=build.split()[0] if build else None, ncu_build=build, cuda_version=versions.get(CUDA),
+        ncu_version=build.split()[0] if build else None, cuda_version=versions.get(CUDA),
         command_line=command.strip() if command else None, processes=tuple(processes),
-        host=_text(system.get(COMPUTER, [b""])[0]), os=_text(system.get(OS_NAME, [b""])[0]),
+        host=_text(system.get(COMPUTER, [b""])[0]),
         created_at=None if created is None else datetime.fromtimestamp(created, timezone.utc).isoformat())

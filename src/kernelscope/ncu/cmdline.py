@@ -32,10 +32,6 @@ class NcuCommand:
         """The option's last value (ncu takes the last), None when it was not given."""
         return next((v for n, v in reversed(self.options) if n == name), None)
 
-    def values(self, name: str) -> tuple[str, ...]:
-        """Every value of a repeatable option (`--section`, `--kernel-name`), in order."""
-        return tuple(v for n, v in self.options if n == name and v is not None)
-
 
 def parse(line: str) -> NcuCommand:
     words = line.split()
