@@ -276,3 +276,13 @@ def test_a_bare_vllm_report_is_read_as_vllms(fx: Path) -> None:
     assert combine.startswith("FlashAttention's split-KV combine") and "torch.compile" not in combine
     algo = levers[("nvjet_sm90_tst_64x16_64x16_4x1_v_bz_TNT", "another-algorithm")].action
     assert algo.startswith("cuBLAS's heuristic chose this algorithm and vLLM offers no switch for it")
+
+
+def test_a_quoted_separator_inside_an_option_does_not_cut_the_server_command() -> None:
+    """`sh -c` is split as the shell splits it (redact.shell_words): a `;` inside a quoted JSON
+    option stays in the option; the server is the script's last simple command."""
+    from kernelscope.serving import vllm_options
+
+    script = "pip install x && exec vllm serve m --compilation-config '{\"a\": 1; \"b\": 2}' --max-num-seqs 4"
+    assert vllm_options(["sh", "-c", script]) == {"compilation_config": '{"a": 1; "b": 2}', "max_num_seqs": "4",
+                                                  "model": "m"}

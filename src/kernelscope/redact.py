@@ -69,7 +69,7 @@ def _secret_option(name: str) -> bool:
     return name in SECRET_SHORT or is_secret_name(name.lstrip("-"))
 
 
-def _shell_words(line: str) -> list[str]:
+def shell_words(line: str) -> list[str]:
     """The words of a shell command line, `;`, `&&`, `|` and parentheses apart; ValueError when
     its quotes do not close."""
     lex = shlex.shlex(line, posix=True, punctuation_chars=True)
@@ -133,7 +133,7 @@ class _Redaction:
         try:
             if len(line) > SPLIT_AT_MOST:
                 raise ValueError("too long to split")
-            probe.argv(_shell_words(line), depth)
+            probe.argv(shell_words(line), depth)
             probe.scrub(line)  # a credential across words (`Bearer x`)
             whole = any(v not in line for v in probe.found)  # unquoting changed a value: it cannot be found
         except ValueError:  # unbalanced quotes: where a value ends is unknown, so the whole word goes

@@ -12,6 +12,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .redact import shell_words
+
 # vLLM options recorded (the context key is the option without its dashes, `-` as `_`)
 VLLM_OPTIONS = ("--model", "--served-model-name", "--tensor-parallel-size", "--pipeline-parallel-size",
                 "--data-parallel-size", "--dtype", "--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
@@ -34,7 +36,7 @@ SCRIPT = "set in the script, not on its command line"  # serving.options for a s
 
 
 SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
-SEPARATORS = re.compile(r"\s*(?:;|&&|\|\|)\s*")
+SEPARATORS = frozenset({";", "&&", "||"})  # between a script's simple commands (redact.shell_words' tokens)
 
 
 def script_at(command: Sequence[str]) -> int | None:
@@ -54,9 +56,10 @@ def words(command: Sequence[str]) -> list[str]:
     if at is None:
         return list(command)
     try:
-        script = shlex.split(SEPARATORS.split(command[at])[-1])
+        tokens = shell_words(command[at])
     except ValueError:
         return list(command)
+    script = tokens[max((i + 1 for i, t in enumerate(tokens) if t in SEPARATORS), default=0):]
     return [*script, *command[at + 1:]]
 
 
