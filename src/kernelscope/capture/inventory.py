@@ -28,7 +28,6 @@ from .diagnose import available_kernels
 from .transport import LocalProcess, Progress
 
 LIST_METRIC = "gpu__time_duration.sum"
-MAX_LISTED = 5_000  # launches profiled at most by default: each costs ncu a serialised result
 
 
 @dataclass(frozen=True)
@@ -134,5 +133,5 @@ def kernels_table(rows: Sequence[Listed], profiled: int, cap: int | None, progra
         notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from "
                  "gpu__time_duration.sum (one pass a launch, under ncu: a listing, not a benchmark)"]
     if cap is not None and profiled >= cap:
-        notes.append(f"the first {cap:,} launches only (--launch-count to list more): later kernels may be missing")
+        notes.append(f"the first {cap:,} launches only (a larger --timed N lists more): later kernels may be missing")
     return Table(cols, out, "kernels the program ran", tuple(notes))
