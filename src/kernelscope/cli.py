@@ -182,10 +182,15 @@ def _refuse(verb: str, checks: Sequence[tuple[object, str, str]]) -> None:
             raise UsageError(f"{verb} {option}: {why}")
 
 
+def _streamed(a: argparse.Namespace) -> bool:
+    """analyze writes documents (json, csv, or --out-dir's two), streamed whatever the size."""
+    return a.format in ("json", "csv") or bool(a.out_dir and not a.format)
+
+
 def _check_analyze(a: argparse.Namespace) -> None:
     """analyze's format-bound options: --details and --per-launch shape the table (json and csv hold
     every launch with every figure), --jobs the streamed documents."""
-    streamed = a.format in ("json", "csv") or (a.out_dir and not a.format)
+    streamed = _streamed(a)
     holds = {"json": "--format json holds every launch (one object each)", "csv": "--format csv holds every launch "
              "(one row each)"}.get(a.format, "--out-dir alone writes kernels.json and kernels.csv, which hold every "
                                               "launch")
@@ -218,7 +223,7 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     from .report.stream import default_jobs
 
     _check_analyze(a)
-    if a.format in ("json", "csv") or (a.out_dir and not a.format):  # documents: streamed, whatever the size
+    if _streamed(a):
         with _ticker() as tick:
             written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
                                                 a.format, a.jobs or default_jobs(), tick.step, _warn)
