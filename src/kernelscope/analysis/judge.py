@@ -55,11 +55,11 @@ def unmeasured(rec: KernelRecord, why: str) -> Limiter:
     return Limiter("unmeasured", why, "unmeasured", None, None, None, f"unmeasured: {why}, no roofline verdict{busy}")
 
 
-def ramp_floor_ns(rec: KernelRecord, hw_key: str) -> float | None:
-    """The measured launch-and-ramp floor for a kernel moving this many DRAM bytes on this device
+def ramp_floor_ns(moved: float | None, hw_key: str) -> float | None:
+    """The measured launch-and-ramp floor for a kernel moving `moved` DRAM bytes on this device
     (rules.RAMP_FLOOR_NS, log-log between the measured points); the near-empty kernel's time under
     the smallest point, None past the largest or without DRAM bytes."""
-    points, moved = RAMP_FLOOR_NS.get(hw_key), rec.dram_bytes
+    points = RAMP_FLOOR_NS.get(hw_key)
     if not points or moved is None or moved > points[-1][0]:
         return None
     if moved <= points[0][0]:
@@ -70,16 +70,16 @@ def ramp_floor_ns(rec: KernelRecord, hw_key: str) -> float | None:
     return None
 
 
-def ramp_overhead_ns(rec: KernelRecord, hw_key: str) -> float | None:
+def ramp_overhead_ns(moved: float | None, hw_key: str) -> float | None:
     """The part of the measured floor that is not moving bytes: the floor less the bytes at the
     streaming kernel's own asymptotic bandwidth (its largest measured point). Added to the bytes at
     the HBM roof, it bounds any kernel moving as many bytes (a better copy beats the ATen multiply's
     bandwidth: 89 % of HBM for copy_f4 against its 85 %), so an unlock sized from it stays an upper bound."""
-    floor, points = ramp_floor_ns(rec, hw_key), RAMP_FLOOR_NS.get(hw_key)
-    if floor is None or not points or rec.dram_bytes is None:
+    floor, points = ramp_floor_ns(moved, hw_key), RAMP_FLOOR_NS.get(hw_key)
+    if floor is None or not points or moved is None:
         return None
     biggest, its_time = points[-1]
-    return max(floor - rec.dram_bytes * its_time / biggest, 0.0)
+    return max(floor - moved * its_time / biggest, 0.0)
 
 
 def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None) -> Limiter:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..model import Lever, ProvenanceKind
 from ..serving import DEFAULTS
@@ -91,7 +91,7 @@ def _graph_expected(f: Facts) -> str:
 def _ramp_amortised(f: Facts) -> str:
     """What 4x the bytes a launch costs against the measured floor, so the ramp is paid once."""
     moved = f.rec.dram_bytes or 0.0
-    now, more = ramp_floor_ns(f.rec, f.hw_key), ramp_floor_ns(replace(f.rec, dram_bytes=4 * moved), f.hw_key)
+    now, more = ramp_floor_ns(f.rec.dram_bytes, f.hw_key), ramp_floor_ns(4 * moved, f.hw_key)
     if now is None or more is None:
         return "the fill-and-drain of the SMs is paid once a launch, so more work a launch spreads it"
     said = (f"{moved / 1e6:.1f} MB a launch take {now / 1e3:.1f} µs on this GPU, {4 * moved / 1e6:.1f} MB "
@@ -103,7 +103,7 @@ def _ramp_amortised(f: Facts) -> str:
 
 def _ramp_unlock(f: Facts) -> float | None:
     """Work per second at 4x the bytes a launch, at the measured floor, against now."""
-    more = ramp_floor_ns(replace(f.rec, dram_bytes=4 * (f.rec.dram_bytes or 0.0)), f.hw_key)
+    more = ramp_floor_ns(4 * (f.rec.dram_bytes or 0.0), f.hw_key)
     return None if more is None or not f.rec.duration_ns else max(4 * f.rec.duration_ns / more, 1.0)
 
 
@@ -118,7 +118,7 @@ def _headroom(f: Facts) -> float | None:
     if f.provisional:
         return None
     if _ramp(f):
-        floor = ramp_floor_ns(f.rec, f.hw_key)
+        floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
         return None if floor is None or not f.rec.duration_ns else max(f.rec.duration_ns / floor, 1.0)
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
     return None if roof is None or roof.pct is None or roof.pct < SIZED_FROM_PCT else 100 / roof.pct
@@ -131,7 +131,7 @@ def _stream_floor_ns(f: Facts) -> float | None:
     if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
         return None
     at_roof = r.dram_bytes / (r.achieved_dram_tbps * 100 / f.hbm_pct * 1e3)
-    overhead = ramp_overhead_ns(r, f.hw_key)
+    overhead = ramp_overhead_ns(r.dram_bytes, f.hw_key)
     return max(at_roof, EMPTY_KERNEL_NS) if overhead is None else at_roof + overhead
 
 
@@ -150,7 +150,7 @@ def _stream_action(f: Facts) -> str:
 def _grid_unlock(f: Facts) -> float:
     """Filling the idle block slots, but never past the launch-and-ramp floor for its bytes."""
     x = 1 / (f.rec.waves_per_sm or 1)
-    floor = ramp_floor_ns(f.rec, f.hw_key)
+    floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
     return x if floor is None or not f.rec.duration_ns else max(min(x, f.rec.duration_ns / floor), 1.0)
 
 
@@ -173,7 +173,7 @@ def _stream_unlock(f: Facts) -> float | None:
 def _stream_expected(f: Facts) -> str:
     floor, x = _stream_floor_ns(f), _stream_unlock(f)
     how = ("at the HBM roof, plus the launch and ramp measured for as many bytes, rules.RAMP_FLOOR_NS"
-           if ramp_overhead_ns(f.rec, f.hw_key) is not None else "at the HBM roof")
+           if ramp_overhead_ns(f.rec.dram_bytes, f.hw_key) is not None else "at the HBM roof")
     said = f"{_mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {_us(f)}"
     bound = _busy_bound(f)
     if bound is not None and x == bound and floor:

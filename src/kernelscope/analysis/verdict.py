@@ -85,7 +85,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     if communication:
         j = judge_link(rec, nvlink_roof(rec, dev), link_unmeasured(rec, dev))
     else:
-        j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec, dev.hw_key))
+        j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec.dram_bytes, dev.hw_key))
     prov = classify(rec)
     facts = Facts(
         rec=rec, bound=j.bound, provisional=j.provisional, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
