@@ -65,7 +65,7 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: Mapping[Path,
         "kernel_filter": r.kernel,
         "ceilings_file": ceilings.origin,
         "hw_override": r.hw,
-        "achievable_file": None if r.achievable is None else str(r.achievable),
+        "achievable_file": _measured(r),
         "bundles": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, BundleManifest)},
         "reports": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, ReportManifest)},
     }
@@ -359,6 +359,11 @@ def campaign_render(root: Path, slug: str, out: Path | None = None, progress: Pr
 
 
 # -- capture -------------------------------------------------------------------------------------
+def shown_ncu(explicit: str | None) -> str:
+    """The ncu a dry run prints (nothing runs, so it need not exist): the given one, else PATH's."""
+    return explicit or shutil.which("ncu") or "ncu"
+
+
 def find_ncu(explicit: str | None) -> str:
     for candidate in (explicit, shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
         if candidate and Path(candidate).is_file():
@@ -435,7 +440,7 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
 
     plan, findings = prepare(req.plan, req.allow_unscoped, req.force)
     if req.dry_run:
-        return CaptureResult(findings, dry_run=dry_run_lines(plan, req.out, req.ncu or shutil.which("ncu") or "ncu"),
+        return CaptureResult(findings, dry_run=dry_run_lines(plan, req.out, shown_ncu(req.ncu)),
                              analytic=analytic)
     info = probe(find_ncu(req.ncu))
     _check_flags(plan, info)
@@ -487,7 +492,7 @@ def kernels(target: Sequence[str], ncu: str | None, timed: int | None, timeout: 
 
     if not target:
         raise PlanError("give the program to list after --")
-    tool = ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu)
+    tool = shown_ncu(ncu) if dry_run else find_ncu(ncu)
     if dry_run:
         argv = inventory.names_argv(tool, target) if timed is None else \
             inventory.inventory_argv(tool, target, "<tmp>/kernels.ncu-rep", timed)
@@ -507,7 +512,7 @@ def launch(target: Sequence[str], port: int | None, ncu: str | None, dry_run: bo
 
     if not target:
         raise PlanError("give the program to launch after --")
-    argv = launch_argv(list(target), port, ncu or shutil.which("ncu") or "ncu" if dry_run else find_ncu(ncu))
+    argv = launch_argv(list(target), port, shown_ncu(ncu) if dry_run else find_ncu(ncu))
     return argv, 0 if dry_run else launcher.run(argv, target[0], port, hold_timeout, progress)
 
 
