@@ -232,11 +232,8 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
         if rng is None:
             return FirstLaunch()
         action = rng.action_by_idx(0)
-        clocks = {}
-        for key, name in CLOCK_ATTRIBUTES.items():
-            metric = action.metric_by_name(name)
-            if metric is not None and metric.kind() in (metric.ValueKind_UINT32, metric.ValueKind_UINT64):
-                clocks[key] = 1e3 * metric.as_uint64()
+        metrics, _ = _Metrics(_ncu_report(), shown).read(action)  # as every launch's: kinds, units, range
+        clocks = {key: 1e3 * metrics[name] for key, name in CLOCK_ATTRIBUTES.items() if name in metrics}
         device = action.metric_by_name(DEVICE_NAME)
         return FirstLaunch(tuple(text(s.identifier()) for s in action.sections()),
                            frozenset(text(n) for n in action.metric_names()),
