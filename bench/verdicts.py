@@ -1,7 +1,8 @@
 """Our verdicts beside ncu's, on the recorded captures (no GPU):
 
-1. every fixture: our bound and limiter, ncu's SOLBottleneck title, whether they agree, and the first
-   three levers with their unlock;
+1. every fixture (the H200 ones, real vLLM 0.26 kernels under tests/fixtures/vllm, and the reports people
+   published from other GPUs in ../shared/reports-public when it is there): our bound and limiter, ncu's
+   SOLBottleneck title, whether they agree, and the first three levers with their unlock;
 2. the capture-set fixtures (tests/fixtures/sets.tar.xz): each kernel under every set a user might
    have used, our verdict (`?`: provisional) beside ncu's title, and whether the sets agree;
 3. the agreement rate with ncu over every kernel both judged, each difference in one line.
@@ -20,6 +21,7 @@ import kernelscope
 from kernelscope.model import Assessment
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "reports-public"  # other people's files: read there
 SETS = ("ks_roofline", "ks_stalls", "ks_sol", "full", "ncu_roofline", "detailed", "basic", "default", "sol")
 
 
@@ -63,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levers", type=int, default=3, help="levers shown a kernel (default 3)")
     args = ap.parse_args(argv)
     judged: list[tuple[str, str, Assessment]] = []  # (input, set or "", assessment)
-    paths = args.reports or sorted([*FIXTURES.glob("*.ncu-rep*"), FIXTURES / "bundle_attn_causal"])
+    paths = args.reports or [*sorted([*FIXTURES.glob("*.ncu-rep*"), FIXTURES / "bundle_attn_causal"]),
+                             *sorted((FIXTURES / "vllm").glob("*.ncu-rep.gz")),
+                             *sorted(p for p in PUBLIC.glob("*") if p.suffix in (".ncu-rep", ".csv"))]
     for path in paths:
         judged += [(path.name, "", a) for a in kernelscope.analyze(str(path))[0]]
     with tempfile.TemporaryDirectory() as tmp:

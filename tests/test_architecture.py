@@ -107,7 +107,7 @@ def test_catalogue_both_ways() -> None:
     collected_by_group = {c.name for c in catalogue.COUNTERS if c.group in ("roofline", "stalls")}
     assert collected == collected_by_group
     groups = {c.group for c in catalogue.COUNTERS}
-    assert groups <= {"roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell"}
+    assert groups <= {"roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell", "foreign"}
     # Blackwell-only names are read when a Blackwell report has them, never asked of ncu on Hopper
     blackwell = {c.name for c in catalogue.COUNTERS if c.group == "blackwell"}
     assert "sm__ops_path_tensor_src_fp4_dst_fp32.sum" in blackwell and not blackwell & collected

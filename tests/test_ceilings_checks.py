@@ -119,7 +119,9 @@ def test_ceilings_list_shows_each_peaks_clock(fx: Path, capsys: pytest.CaptureFi
     bf16, hbm = rows["h200-sxm.compute.bf16"], rows["h200-sxm.memory.hbm"]
     assert bf16["clock_mhz"] == 1830 and bf16["clock_source"].startswith("tensor peaks are computed at 1,830 MHz")
     assert rows["h200-sxm.compute.fp32"]["clock_mhz"] == 1980 and hbm["clock_mhz"] == 3201
-    assert rows["h100-sxm.memory.hbm"]["clock_mhz"] is None and rows["h100-sxm.memory.hbm"]["clock_source"] is None
+    h100 = rows["h100-sxm.memory.hbm"]  # implied from 3.35 TB/s over five 1024-bit HBM3 stacks
+    assert h100["clock_mhz"] == 2619 and h100["clock_source"].startswith("implied: 3.35 TB/s")
+    assert rows["b200.compute.bf16"]["clock_mhz"] is None and rows["b200.compute.bf16"]["clock_source"] is None
     assert main(["ceilings", "list", "--ceilings", str(fx / "measured-ceilings-h200.yaml")]) == 0
     table = capsys.readouterr().out.splitlines()
     assert "clock MHz" in table[1] and "a peak with a clock is scaled to the clock each kernel ran at" in table[0]

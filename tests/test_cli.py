@@ -102,11 +102,15 @@ def test_bad_input_one_line_exit_2_no_output(
 
 
 def test_unknown_device_without_hw(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An export naming no device against a ceilings file whose entries give no compute capability:
+    read, with no roof guessed (null, never 0) and one line saying to pass --hw."""
     out = tmp_path / "out"
-    assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--out-dir", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "unknown device None; pass --hw KEY" in err and err.count("\n") == 0
-    assert not out.exists()
+    mine = str(fx / "measured-ceilings-h200.yaml")
+    assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--ceilings", mine, "--out-dir", str(out)]) == 0
+    (k,) = json.loads((out / "kernels.json").read_text())["kernels"]
+    assert k["hw_key"] == "cc9.0-unidentified" and k["memory_ceiling_tbps"] is None and k["pct_sol_memory"] is None
+    assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--ceilings", mine]) == 0
+    assert "the input names no device; CC 9.0, 132 SMs fits no datasheet entry: pass --hw" in capsys.readouterr().out
     assert main(["analyze", str(fx / "decode_gemm-details.csv"), "--hw", "h200-sxm", "--format", "json"]) == 0
 
 

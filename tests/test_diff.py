@@ -340,3 +340,26 @@ def test_head_of_help_and_of_a_table(fx: Path) -> None:
         res = subprocess.run(f"{sys.executable} -m kernelscope.cli {' '.join(argv)} | head -1", shell=True,
                              capture_output=True, text=True, env={**os.environ, "COLUMNS": "100"})
         assert res.stderr == "" and res.stdout.count("\n") == 1
+
+
+def test_pct_sol_is_compared_on_one_clock_basis(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same GEMM with and without its clock counters: one side's roof is held at its measured
+    clock (93 %), the other's at the datasheet's; pct_sol is compared at the datasheet clock on both,
+    so an unchanged kernel does not fail `pct_sol<-3pt` (issue 28: 93 -> 82 was a false failure)."""
+    import csv
+
+    rows = list(csv.reader((fx / "gemm_bf16-raw.csv").open(newline="")))
+    clocks = [i for i, h in enumerate(rows[0]) if h.startswith(("sm__cycles_elapsed.", "gpc__cycles_elapsed.",
+                                                                 "smsp__cycles_elapsed."))]
+    for row in rows[2:]:
+        for i in clocks:
+            row[i] = ""
+    unclocked = tmp_path / "unclocked-raw.csv"
+    with unclocked.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    base = str(fx / "gemm_bf16-raw.csv")
+    assert main(["diff", base, str(unclocked), "--fail-on", "pct_sol<-3pt", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    k = doc["kernels"][0]
+    assert k["basis"] and k["basis"][0].startswith("pct_sol compared at the datasheet clock")
+    assert k["figures"]["pct_sol"]["baseline"] == pytest.approx(k["figures"]["pct_sol"]["candidate"])

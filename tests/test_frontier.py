@@ -18,9 +18,12 @@ def test_frontier_ranks_kernels_by_total_time(fx: Path) -> None:
     items, _ = kernelscope.analyze(str(fx.parent.parent / "bench" / "data" / "many.ncu-rep.gz"))
     groups = group(items)
     elementwise = [g for g in groups if g.name == "vectorized_elementwise_kernel"]
-    assert sorted(len(g.launches) for g in elementwise) == [99, 100, 100] and all(g.consistent for g in elementwise)
+    assert sorted(len(g.launches) for g in elementwise) == [99, 100, 100]
     clamp = next(g for g in elementwise if "launch_clamp_scalar" in g.name_full)
-    # 0.48 waves, but 5.2 us is within 1.25x of an H200's launch-and-ramp floor for its 4.2 MB
+    # 0.48 waves, but its ~4.3 us is within 1.25x of an H200's launch-and-ramp floor for its 4.2 MB (3.9 us);
+    # one of its 99 launches ran slower than that (a grid under one wave), the others as the rest
+    assert all(g.consistent for g in elementwise if g is not clamp)
+    assert sum(a.limiter.kind == "launch" for a in clamp.launches) == 98
     assert clamp.representative.limiter.kind == "launch"
     rules = [lv.rule for lv in clamp.representative.next_levers]
     assert rules[0] == "cuda-graph" and {"fuse-launch", "more-work-a-launch"} <= set(rules)

@@ -63,7 +63,7 @@ def test_piped_is_plain_whole_and_one_row_a_kernel(fx: Path) -> None:
     _, _, *rows = table_lines(res.stdout)
     assert len(rows) == 3 and "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT" in res.stdout  # nothing cut
     assert {"gemm_bf16", "decode_gemm", "gemm_basic"} <= set(res.stdout.split())  # the source column
-    assert "bound provisional (bound?) for #1: no FLOP/byte counters, so no %SoL" in res.stdout  # gemm_basic
+    assert "bound provisional (bound?) for #1: flops, dram_bytes not measured, so no %SoL" in res.stdout  # basic
 
 
 def test_300_launches_are_four_kernels_not_six_thousand_lines() -> None:

@@ -24,7 +24,7 @@ from . import __version__, redact
 from .analysis.overshoot import Overshoots
 from .analysis.pipeline import judge_for
 from .analysis.pipeline import load as load_records
-from .ceilings import CeilingsFile
+from .ceilings import Arch, CeilingsFile, DeviceCeilings, DeviceFacts, described
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
 from .manifest import BundleManifest, NcuFacts, Recorded, ReportManifest
@@ -99,8 +99,21 @@ class Analysis:
             lines = {home: f"{home.name}: {line}" for home, line in lines.items()}
         captures = list(dict.fromkeys(lines.values())) + [f"{Path(s).name}: {NOT_RECORDED}" for s in self.unrecorded()]
         return (f"{kernels} kernel(s), {len(self.items)} launch(es) from {len(self.request.inputs)} input(s); "
-                f"{', '.join(devices)}; ceilings {self.items[0].hw_key} ({Path(self.ceilings.origin).name}); "
+                f"{', '.join(devices)}; ceilings {self.ceilings_said()}; "
                 f"capture: {' | '.join(captures)}")
+
+    def devices(self) -> list[DeviceCeilings]:
+        """The ceilings each device judged was held to (one a device, in the order first met)."""
+        found: dict[str, DeviceCeilings] = {}
+        for a in self.items:
+            rec = a.record
+            dev = self.ceilings.pick(rec.device, self.request.hw, DeviceFacts.of(rec.device, rec.metrics))
+            found.setdefault(dev.hw_key, dev)
+        return list(found.values())
+
+    def ceilings_said(self) -> str:
+        """Which ceilings, and how each device's were had: a datasheet file, or derived from the report."""
+        return " | ".join(f"{d.hw_key} ({described(d, Path(self.ceilings.origin).name)})" for d in self.devices())
 
     def unrecorded(self) -> list[str]:
         """The sources that record no capture context (CSV exports), in the order read."""
@@ -114,6 +127,25 @@ class Analysis:
         for a in self.items:
             found.add(a)
         return found.lines(self.ceilings.origin, _measured(self.request))
+
+
+def ceilings_listing(ceilings: Path | None, report: Path | None, hw: str | None
+                     ) -> tuple[CeilingsFile, list[DeviceCeilings], list[Arch], str]:
+    """`ceilings list`: every entry of the file and every architecture's rates; with a report, the
+    ceilings its device is held to, checked against what its own attributes derive."""
+    from .ceilings import architectures
+    from .ceilings import load as load_ceilings
+    from .ingest import iter_inputs
+
+    cf = load_ceilings(ceilings)
+    if report is None:
+        if hw:
+            raise KernelscopeError("ceilings list: --hw goes with --for REPORT")
+        return cf, list(cf.devices.values()), list(architectures().values()), f"ceilings in {cf.origin}"
+    raw = next(iter(iter_inputs([report])))
+    dev = cf.pick(raw.device, hw, DeviceFacts.of(raw.device, raw.metrics))
+    said = described(dev, Path(cf.origin).name)
+    return cf, [dev], [], f"ceilings of {raw.device or 'an unnamed device'} in {report.name}: {dev.hw_key} ({said})"
 
 
 def _measured(r: AnalyzeRequest) -> str | None:
@@ -200,7 +232,7 @@ def _header(an: Analysis, campaign: dict[str, Any] | None) -> dict[str, str]:
     from .report.context import header
 
     return header(an.manifests.values(), campaign, {a.record.device for a in an.items if a.record.device},
-                  {"ceilings": f"{Path(an.ceilings.origin).name} ({an.items[0].hw_key})",
+                  {"ceilings": an.ceilings_said(),
                    "tool": f"kernelscope {__version__}", "inputs": ", ".join(p.name for p in an.request.inputs)})
 
 

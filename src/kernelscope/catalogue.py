@@ -17,6 +17,8 @@ with ncu's SpeedOfLight section (the `sol` add-on, or `--set basic/full`); `full
 sections (the nvlink add-on) and
 with ncu's MemoryWorkloadAnalysis_Chart section too (`--set detailed/full`); `launch` is recorded by
 ncu with every profiled launch (no pass, no request needed);
+`foreign` names are read when a report holds them (another tool's or a user's `--metrics` list, an
+older ncu's set) but never asked for, since another counter of ours gives the same figure;
 `blackwell` names exist only on Blackwell chips (ncu 2025.3.1 `--query-metrics --chip gb100`,
 docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, never asked for by our Hopper lists
 (ncu refuses a metric name the chip lacks).
@@ -28,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Group = Literal["roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell"]
+Group = Literal["roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell", "foreign"]
 Arch = Literal["hopper", "blackwell"]
 
 
@@ -72,6 +74,10 @@ TENSOR_FLOPS: dict[str, dict[Arch, tuple[str, ...]]] = {
     cls: {"hopper": tuple(TENSOR_OPS[o] for o in hopper), "blackwell": tuple(TENSOR_OPS[o] for o in blackwell)}
     for cls, hopper, blackwell in _TENSOR_ROWS
 }
+# Turing and Ampere count fp16, bf16 and tf32 with fp32 accumulate on one path: read as fp16 work (the
+# only kind Turing has; on Ampere its fp16 and bf16 peaks are one, and tf32's is half: the roof said so)
+TENSOR_16BIT_FP32 = _c(f"{_OPS}fp16_bf16_tf32_dst_fp32.sum", "foreign",
+                       "flops.tensor_fp16 (Turing/Ampere: fp16, bf16 and tf32 with fp32 accumulate together)")
 # Non-tensor work: thread-level SASS instruction counts times FLOP per instruction.
 # fp64/fp32: add and mul count 1, fma 2. fp16 SASS ops are packed half2 (HADD2/HMUL2/HFMA2), so
 # ncu's own roofline counts them 2/2/4; we follow ncu there.
@@ -87,6 +93,8 @@ SIMT_COUNT = {op: _c(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum", "roof
 SIMT_RATE = {op: _c(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed", "full",
                     "flops (SIMT, from --set full)") for op in SIMT_OPS}
 SMSP_CYCLES = _c("smsp__cycles_elapsed.avg", "full", "flops (SIMT rate x cycles)")
+# ncu 2020-2023's `--set full` kept the rates without the cycle count: its clock x the duration gives it
+SMSP_CLOCK = _c("smsp__cycles_elapsed.avg.per_second", "foreign", "flops (SIMT rate x clock x duration)")
 # HFMA2.MMA: the compiler moves registers with HFMA2 on the tensor pipe; ncu's hfma count includes
 # them (seen in SASS: every HFMA2 of the softmax and randn fixtures is HFMA2.MMA). Real fp16 math
 # runs on the FMA pipe, which this counter measures.
@@ -107,6 +115,7 @@ DRAM_PCT = (_c("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "sol", 
 DRAM_SECTORS = (_c("dram__sectors_read.sum", "full", "dram_bytes (x 32)"),
                 _c("dram__sectors_write.sum", "full", "dram_bytes (x 32)"))
 DRAM_RATE = _c("dram__bytes.sum.per_second", "full", "dram_bytes (ncu's --set roofline: rate x duration)")
+DRAM_SUM = _c("dram__bytes.sum", "foreign", "dram_bytes (a --metrics list's read + write total)")
 L2_BYTES = _c("lts__t_bytes.sum", "roofline", "l2_bytes")
 L2_SECTORS = _c("lts__t_sectors.sum", "full", "l2_bytes (x 32)")
 L2_PCT = _c("lts__throughput.avg.pct_of_peak_sustained_elapsed", "roofline", "l2_throughput_pct")
@@ -119,6 +128,7 @@ SM_CLOCK = _c("sm__cycles_elapsed.avg.per_second", "roofline", "sm_clock_hz")
 GPC_CLOCK = _c("gpc__cycles_elapsed.avg.per_second", "sol", "sm_clock_hz (SpeedOfLight's SM frequency)")
 GPC_CYCLES = _c("gpc__cycles_elapsed.avg", "sol", "sm_active_pct (SpeedOfLight's elapsed cycles)")
 DRAM_CLOCK = _c("dram__cycles_elapsed.avg.per_second", "roofline", "dram_clock_hz")
+GPC_CYCLES_MAX = _c("gpc__cycles_elapsed.max", "foreign", "sm_clock_hz (cycles over duration)")
 
 # -- SM activity and pipes -----------------------------------------------------------------------
 SM_BUSY = _c("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sol", "sm_busy_pct")  # not a FLOP rate
@@ -162,6 +172,8 @@ PIPES_ELAPSED: dict[str, str] = {  # the same over elapsed cycles, as the SpeedO
 
 # -- occupancy and launch ------------------------------------------------------------------------
 OCC_ACHIEVED = _c("sm__warps_active.avg.pct_of_peak_sustained_active", "roofline", "achieved_occupancy_pct")
+OCC_ACHIEVED_SMSP = _c("smsp__warps_active.avg.pct_of_peak_sustained_active", "foreign",
+                       "achieved_occupancy_pct (the same share over SM sub-partitions)")
 OCC_THEORETICAL = _c("sm__maximum_warps_per_active_cycle_pct", "roofline", "theoretical_occupancy_pct")
 WARPS_ACTIVE = _c("sm__warps_active.avg.per_cycle_active", "roofline", "achieved_active_warps_per_sm")
 REGISTERS = _c("launch__registers_per_thread", "launch", "registers_per_thread")
@@ -179,6 +191,19 @@ DEVICE_NAME = _c("device__attribute_display_name", "launch", "device")
 COMPUTE_CAPABILITY = _c("device__attribute_compute_capability_major", "launch", "flops (counter names by arch)")
 MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limiter (clock cap)")
 MAX_MEM_CLOCK_KHZ = _c("device__attribute_max_mem_frequency_khz", "launch", "a bare report's context (memory clock)")
+# The device as ncu records it with every launch: what ceilings/derive.py turns into roofs for a GPU
+# no datasheet entry names, and checks a datasheet entry against
+_ATTR = "device__attribute_"
+CC_MINOR = _c(f"{_ATTR}compute_capability_minor", "launch", "ceilings (architecture)")
+SM_COUNT = _c(f"{_ATTR}multiprocessor_count", "launch", "ceilings (SMs)")
+MEMORY_CLOCK_KHZ = _c(f"{_ATTR}memory_clock_rate", "launch", "ceilings (memory clock)")
+BUS_WIDTH = _c(f"{_ATTR}global_memory_bus_width", "launch", "ceilings (memory bus width)")
+L2_SIZE = _c(f"{_ATTR}l2_cache_size", "launch", "device facts (L2 size)")
+MAX_WARPS_PER_SM = _c(f"{_ATTR}max_warps_per_multiprocessor", "launch", "device facts (warps a SM)")
+# the report's own peaks, per cycle over the whole device, as ncu's roofline charts draw them
+PEAK_DRAM_BYTES = _c("dram__bytes.sum.peak_sustained", "full", "ceilings (the report's own HBM peak)")
+PEAK_OPS = {op: _c(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained", "full",
+                   "ceilings (the report's own SIMT peaks)") for op in ("ffma", "dfma", "hfma")}
 
 # -- NVLink: a collective's link ------------------------------------------------------------------
 # Bytes received and sent over all the GPU's NVLinks, as rates over the launch (byte/s). ncu's
@@ -273,21 +298,36 @@ def _stall_shares(*ratios: float) -> dict[str, float] | None:
     return {r: 100 * v / total for r, v in sorted(zip(STALL_REASONS, ratios, strict=True), key=lambda kv: -kv[1])}
 
 
+def _stall_shares_no_gmma(*ratios: float) -> dict[str, float] | None:
+    return _stall_shares(*ratios[:STALL_REASONS.index("gmma")], 0.0, *ratios[STALL_REASONS.index("gmma"):])
+
+
 def _tensor_sources(cls: str) -> tuple[Source, ...]:
-    """Its counters on each architecture, then an idle tensor pipe: no tensor work at all."""
+    """Its counters in either naming, this architecture's first (ncu names them per chip, and Ampere
+    and Ada reports may hold either: a report holds only its chip's, so one naming answers), then an
+    idle tensor pipe: no tensor work at all."""
     out = []
     for arch in ("hopper", "blackwell"):
         names = TENSOR_FLOPS[cls][arch]
+        other = TENSOR_FLOPS[cls]["blackwell" if arch == "hopper" else "hopper"]
         if names:
             out.append(Source(" + ".join(names), names, lambda *v: float(sum(v)), arch))
+            if other and other != names:
+                out.append(Source(" + ".join(other), other, lambda *v: float(sum(v)), arch))
             out.append(Source("tensor pipe idle (0 %): no tensor work", ("tensor_pipe_active_pct",),
                               lambda p: 0.0 if p == 0 else None, arch, declines=True))
+    if cls == "tensor_fp16":  # before Hopper: fp16-accumulate on its own path, the fp32-accumulate kinds together
+        f16 = TENSOR_OPS["fp16_dst_fp16"]
+        out += [Source(f"{f16} + {TENSOR_16BIT_FP32}", (f16, TENSOR_16BIT_FP32), lambda a, b: float(a + b)),
+                _one(TENSOR_16BIT_FP32)]
     return tuple(out)
 
 
 def _simt_count(op: str) -> Figure:
     return Figure(f"simt.{op}", (_one(SIMT_COUNT[op]), Source(
-        f"{SIMT_RATE[op]} x {SMSP_CYCLES}", (SIMT_RATE[op], SMSP_CYCLES), lambda r, c: float(round(r * c)))))
+        f"{SIMT_RATE[op]} x {SMSP_CYCLES}", (SIMT_RATE[op], SMSP_CYCLES), lambda r, c: float(round(r * c))), Source(
+        f"{SIMT_RATE[op]} x {SMSP_CLOCK} x duration", (SIMT_RATE[op], SMSP_CLOCK, "duration_ns"),
+        lambda r, hz, t: float(round(r * hz * t * 1e-9)))))
 
 
 def _simt_flops(cls: str) -> Figure:
@@ -304,19 +344,23 @@ def _simt_flops(cls: str) -> Figure:
 
 FIGURES: tuple[Figure, ...] = (
     Figure("duration_ns", (_one(DURATION),)),
-    Figure("sm_clock_hz", (_one(SM_CLOCK), _one(GPC_CLOCK))),
+    Figure("sm_clock_hz", (_one(SM_CLOCK), _one(GPC_CLOCK), Source(
+        f"{GPC_CYCLES_MAX} / duration", (GPC_CYCLES_MAX, "duration_ns"), lambda c, t: None if not t else c / t * 1e9))),
     Figure("max_sm_clock_hz", (Source(f"{MAX_SM_CLOCK_KHZ} x 1e3", (MAX_SM_CLOCK_KHZ,), lambda k: 1e3 * k),)),
     Figure("dram_clock_hz", (_one(DRAM_CLOCK),)),
     Figure("dram_bytes", (Source(f"{DRAM_READ} + {DRAM_WRITE}", (DRAM_READ, DRAM_WRITE), lambda r, w: r + w),
                           Source("(dram__sectors_read.sum + dram__sectors_write.sum) x 32", DRAM_SECTORS,
                                  lambda r, w: 32 * (r + w)),
+                          _one(DRAM_SUM),
                           Source(f"{DRAM_RATE} x duration", (DRAM_RATE, "duration_ns"), lambda r, t: r * t * 1e-9))),
     Figure("l2_bytes", (_one(L2_BYTES), Source(f"{L2_SECTORS} x 32", (L2_SECTORS,), lambda n: 32 * n))),
     Figure("sm_busy_pct", (_one(SM_BUSY),)),
     Figure("memory_busy_pct", (_one(MEM_BUSY),)),
     Figure("sm_active_pct", (Source(f"{SM_CYCLES_ACTIVE} / {SM_CYCLES_ELAPSED}", (SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED),
                                     _pct),
-                             Source(f"{SM_CYCLES_ACTIVE} / {GPC_CYCLES}", (SM_CYCLES_ACTIVE, GPC_CYCLES), _pct))),
+                             Source(f"{SM_CYCLES_ACTIVE} / {GPC_CYCLES}", (SM_CYCLES_ACTIVE, GPC_CYCLES), _pct),
+                             Source(f"{SM_CYCLES_ACTIVE} / ({SM_CLOCK} x duration)", (SM_CYCLES_ACTIVE, SM_CLOCK,
+                                    "duration_ns"), lambda a, hz, t: _pct(a, hz * t * 1e-9)))),
     Figure("issue_active_pct", (_one(ISSUE_ACTIVE), _per_active(ISSUE_ELAPSED))),
     Figure("dram_throughput_pct", tuple(_one(n) for n in DRAM_PCT)),
     Figure("l2_throughput_pct", (_one(L2_PCT),)),
@@ -324,7 +368,7 @@ FIGURES: tuple[Figure, ...] = (
                                      max),)),
     Figure("tensor_pipe_active_pct", (_one(TENSOR_PIPE), _per_active(TENSOR_PIPE_ELAPSED))),
     *(Figure(f"pipe_busy.{p}", (_one(PIPES[p]), _per_active(PIPES_ELAPSED[p]))) for p in PIPES),
-    Figure("achieved_occupancy_pct", (_one(OCC_ACHIEVED),)),
+    Figure("achieved_occupancy_pct", (_one(OCC_ACHIEVED), _one(OCC_ACHIEVED_SMSP))),
     Figure("theoretical_occupancy_pct", (_one(OCC_THEORETICAL),)),
     Figure("achieved_active_warps_per_sm", (_one(WARPS_ACTIVE),)),
     Figure("registers_per_thread", (_one(REGISTERS),)),
@@ -377,7 +421,10 @@ FIGURES: tuple[Figure, ...] = (
         Source(NO_NVLINK, (NVL_LINKS,), lambda n: NA if n == 0 else None, declines=True))),
     Figure("register_spill_pct", (Source(f"{SPILL_INST} / {INST_EXECUTED}", (SPILL_INST, INST_EXECUTED), _pct),)),
     Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
-                                  tuple(STALLS.values()), _stall_shares, declines=True),)),
+                                  tuple(STALLS.values()), _stall_shares, declines=True),
+                           # before Hopper there is no wgmma, and no gmma stall reason to count
+                           Source("the same, every reason but gmma (a chip without wgmma)", tuple(
+                               n for r, n in STALLS.items() if r != "gmma"), _stall_shares_no_gmma, declines=True))),
 )
 FIGURE_NAMES: tuple[str, ...] = tuple(f.name for f in FIGURES)
 

@@ -447,11 +447,13 @@ def cmd_measure(a: argparse.Namespace) -> int:
 
 
 def cmd_ceilings_list(a: argparse.Namespace) -> int:
-    from .ceilings import load
+    from . import app
     from .report.listing import ceilings_rows, ceilings_table
 
-    cf = load(Path(a.ceilings) if a.ceilings else None)
-    emit(_show(ceilings_table(cf), a.format, {"origin": cf.origin, "ceilings": ceilings_rows(cf)}))
+    cf, devices, archs, title = app.ceilings_listing(Path(a.ceilings) if a.ceilings else None,
+                                                     Path(a.for_report) if a.for_report else None, a.hw)
+    rows = ceilings_rows(devices, archs)
+    emit(_show(ceilings_table(rows, title), a.format, {"origin": cf.origin, "ceilings": rows}))
     return 0
 
 
@@ -724,6 +726,10 @@ def parser() -> argparse.ArgumentParser:
     ls = _sub(ce_sub, "list", "every ceiling key with its value, unit, devices and source", cmd_ceilings_list,
               "ceilings")
     ls.add_argument("--ceilings", type=T.path, help="a ceilings YAML file (default: the packaged datasheet one)")
+    ls.add_argument("--for", dest="for_report", metavar="REPORT", type=T.path,
+                    help="the ceilings a report's device is held to, each datasheet figure beside what the report's "
+                         "own attributes derive")
+    ls.add_argument("--hw", help="with --for: the ceilings key to hold the report to instead of its device's")
     _format(ls)
     m = _sub(ce_sub, "measure", "measure achievable copy bandwidth and matmul peaks on this GPU (needs torch)",
              cmd_measure, "ceilings")

@@ -66,8 +66,8 @@ def _a(attr: str) -> Callable[[Assessment], Any]:
     return attrgetter(attr)
 
 
-def _flops(r: KernelRecord) -> dict[str, float] | None:
-    return None if r.flops is None else {"total": sum(r.flops.values()), **r.flops}
+def _flops(r: KernelRecord) -> dict[str, float | None] | None:
+    return None if r.flops is None else {"total": r.flops_total, **r.flops}
 
 
 def _map(attr: str) -> Callable[[KernelRecord], Any]:
@@ -101,11 +101,14 @@ RECORD: tuple[Column, ...] = (
     Column("category", "text", "", "kernel category (analysis/categories.py)",
            lambda r: categorize(r.name, r.name_full)[0], nullable=False),
     Column("device", "text", "", "GPU name as ncu reports it", _r("device")),
+    Column("workload", "text", "", "kernel, or graph: a whole CUDA graph (ncu --graph-profiling graph), its time and "
+           "no kernel verdict", _r("workload"), nullable=False),
     Column("grid", "text", "", "grid dimensions (x, y, z)", _r("grid")),
     Column("block", "text", "", "block dimensions (x, y, z)", _r("block")),
     _num("duration_ns", "ns", "gpu__time_duration.sum of this launch"),
     Column("flops", "map", "FLOP per launch (int8: OP)", "work by precision class, with total; null when no "
-           "FLOP counter was collected", _flops, keys=_numbers("total", *C.TENSOR_FLOPS, *C.SIMT_FLOPS)),
+           "FLOP counter was collected; total null when a class that may hold the work was not (no tensor counter "
+           "while the tensor cores may have run)", _flops, keys=_numbers("total", *C.TENSOR_FLOPS, *C.SIMT_FLOPS)),
     Column("flops_missing", "list", "", "precision classes whose counters were not collected",
            lambda r: list(r.flops_missing), nullable=False),
     Column("flops_at_most", "map", "FLOP per launch", "for a missing class, the most FLOP it can hold where the "
@@ -326,6 +329,7 @@ def assessment(obj: Mapping[str, Any], where: str = "kernel") -> Assessment:
     rec = {name: obj[name] for name in _RECORD_FIELDS if name in obj}
     flops = obj.get("flops")
     rec["flops"] = {k: v for k, v in flops.items() if k != "total"} if isinstance(flops, Mapping) else flops
+    rec["flops_total"] = flops.get("total") if isinstance(flops, Mapping) else None
     unmeasured = obj.get("unmeasured")
     rec["unmeasured"] = [n for n in unmeasured if not (isinstance(n, str) and n in _PLACED_NAMES)] \
         if isinstance(unmeasured, list) else unmeasured

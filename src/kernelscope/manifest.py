@@ -187,6 +187,7 @@ class ReportManifest:
     clocks_hz: Mapping[str, float] = field(default_factory=dict)  # the device's maximum clocks (sm_max_hz, ...)
     created_at: str | None = None  # when ncu wrote it, ISO 8601 UTC
     kind: str = REPORT_KIND
+    engine_evidence: str | None = None  # what in the report says whose kernels they are (serving.recognise)
 
     @property
     def metric_sets(self) -> str:
@@ -202,7 +203,7 @@ class ReportManifest:
         is read as vLLM's, its levers at the flag level; nobody told the report the model."""
         from .serving import context_of
 
-        return context_of(self.target)
+        return context_of(self.target, self.engine_evidence)
 
     @property
     def analytic(self) -> Analytic | None:

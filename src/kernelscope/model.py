@@ -42,6 +42,7 @@ LimiterKind = Literal["tensor", "simt", "hbm", "l2", "pipe", "issue", "nvlink", 
                       "unmeasured"]
 ProvenanceKind = Literal["library", "open", "user"]  # who can change the kernel: a vendor, a project, you
 TensorPath = Literal["wgmma", "tcgen05", "mma.sync"]
+Workload = Literal["kernel", "graph", "range", "cmdlist"]  # ncu_report's IAction.workload_type
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class RawKernel:
     rules: tuple[RuleResult, ...] = ()
     out_of_range: tuple[str, ...] = ()  # counters whose value was out of range (in_range): left out of metrics
     code_file: str | None = None  # the source file of its first instruction, where the report has line info
+    workload: Workload = "kernel"  # what the result is: one kernel launch, or (--graph-profiling graph) a whole graph
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class KernelRecord:
     block: str | None
     duration_ns: float | None
     flops: Mapping[str, float] | None  # precision class -> FLOP, for the classes collected; None: none were
+    # their sum; None when none was collected, or when a class that may hold the kernel's work was not (no
+    # tensor counter while the tensor cores may have run): then the classes above are not its work
+    flops_total: float | None
     flops_missing: tuple[str, ...]  # precision classes whose counters were not collected
     flops_at_most: Mapping[str, float] | None  # for missing classes: the most FLOP they can hold, where known
     dominant_precision: str | None
@@ -130,14 +135,11 @@ class KernelRecord:
     nvlink_busier_way_bytes_per_s: float | None  # the larger of received and sent: what a direction's bandwidth bounds
     ncu_rules: tuple[RuleResult, ...] = ()
     code_file: str | None = None  # the kernel's source file (a .py one: a Triton kernel), where the report has it
+    workload: Workload = "kernel"  # a whole CUDA graph gets its time and no kernel verdict
     unmeasured: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)  # figure -> how it was had, when not its first source
     metrics: Mapping[str, float] = field(default_factory=dict, repr=False)  # the raw counters it came from
-
-    @property
-    def flops_total(self) -> float | None:
-        return None if self.flops is None else sum(self.flops.values())
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ class Assessment:
     compute_ceiling_key: str | None
     memory_ceiling_key: str
     compute_ceiling_tflops: float | None
-    memory_ceiling_tbps: float
+    memory_ceiling_tbps: float | None  # None: the device's memory bandwidth is not known
     ridge_flops_per_byte: float | None
     pct_sol_compute: float | None
     pct_sol_memory: float | None

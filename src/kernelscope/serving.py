@@ -33,6 +33,41 @@ DEFAULTS = {
     "kv_cache_dtype": "not set: auto, the model's dtype",
 }
 SCRIPT = "set in the script, not on its command line"  # serving.options for a script that builds vllm.LLM
+RECOGNISED = "not recorded: vLLM recognised from the capture, not from a serving command"
+# what says a capture is vLLM's when its command does not: vLLM's own CUDA kernels live in its `vllm::`
+# namespace (reshape_and_cache_flash_kernel, moe::topkGating, cutlass_3x_gemm_sm90_fp8, act_and_mul);
+# its images are vllm/vllm-openai and builds of it; its engine process is named EngineCore
+VLLM_KERNEL = re.compile(r"\bvllm::")
+# vLLM's own Triton kernels (sampler, input preparation, speculative decoding), as vLLM 0.26 names them;
+# analysis/provenance.py files them under vLLM too
+VLLM_TRITON = (r"^_(topk_topp|gumbel_sample|compute_slot_mappings?|prepare_\w+|get_num_\w+|penalties|min_p"
+               r"|bincount|apply_grammar_bitmask|expand_idx_mapping|gather_block_tables|rejection"
+               r"|post_update\w*|ranks|flatten_sampled|combine_sampled_and_draft_tokens|bad_words"
+               r"|apply_write|resample|insert_resampled)_kernel$")
+_VLLM_TRITON = re.compile(VLLM_TRITON)
+VLLM_IMAGE = re.compile(r"(^|/)vllm[-_a-z]*(:|@|$)|vllm-openai|/vllm/")
+VLLM_PROCESS = re.compile(r"EngineCore|VLLM::", re.IGNORECASE)
+
+
+def recognise(kernels: Sequence[str], image: str | None, processes: Sequence[str] = ()) -> str | None:
+    """What in a capture says it is vLLM's, when its serving command does not (a script of another
+    name, an attach capture with no command): its kernels, the pod's image, the process. None: nothing."""
+    seen = []
+    ours = sorted({_short(k) for k in kernels if VLLM_KERNEL.search(k) or _VLLM_TRITON.match(_short(k))})
+    if ours:
+        seen.append(f"vLLM's own kernels ({', '.join(ours[:3])}{', ...' if len(ours) > 3 else ''})")
+    if image and VLLM_IMAGE.search(image.lower()):
+        seen.append(f"the pod's image {image}")
+    named = [p for p in processes if VLLM_PROCESS.search(p)]
+    if named:
+        seen.append(f"the process {named[0]}")
+    return "; ".join(seen) or None
+
+
+def _short(kernel: str) -> str:
+    """'void vllm::moe::topkGating<...>(...)' -> 'vllm::moe::topkGating'; a plain symbol as it is."""
+    found = re.search(r"\bvllm::(?:\w+::)*\w+", kernel)
+    return found.group(0) if found else kernel.split("(", 1)[0].strip()
 
 
 SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
@@ -113,6 +148,7 @@ class Serving:
     engine: str  # "vllm"
     options: Mapping[str, str]
     in_script: bool = False  # the options were set in a script's code: what is not given is not known
+    recognised: str = ""  # what says it is vLLM's when no serving command does; its options are not known
 
     @property
     def eager(self) -> bool:
@@ -143,11 +179,15 @@ def cudagraph_mode(options: Mapping[str, str]) -> str:
     return given.group(1) if given else "not set: FULL_AND_PIECEWISE, decode replayed in CUDA graphs"
 
 
-def context_of(command: Sequence[str]) -> dict[str, str]:
+def context_of(command: Sequence[str], recognised: str | None = None) -> dict[str, str]:
     """The bundle context keys for a serving command (serving.*): engine, its recorded options, and
-    for a descriptor key the command leaves out, what vLLM does without it."""
+    for a descriptor key the command leaves out, what vLLM does without it. `recognised`: what else
+    says the capture is vLLM's (recognise), when the command does not."""
     if not is_vllm(command):
-        return {}
+        if recognised is None:
+            return {}
+        given = {f"serving.{k}": v for k, v in vllm_options(command).items()}
+        return {"serving.engine": "vllm", "serving.options": RECOGNISED, "serving.recognised": recognised, **given}
     given = vllm_options(command)
     if not is_cli(command):  # a script's own vllm.LLM(...) arguments are not on its command line
         return {"serving.engine": "vllm", "serving.options": SCRIPT, **{f"serving.{k}": v for k, v in given.items()}}
@@ -162,5 +202,7 @@ def from_context(context: Mapping[str, str]) -> Serving | None:
     if not engine:
         return None
     return Serving(engine, {k: v for key, v in context.items() if key.startswith("serving.")
-                            and (k := key.removeprefix("serving.")) not in ("engine", "cudagraph_mode", "options")
-                            and v != DEFAULTS.get(k)}, context.get("serving.options") == SCRIPT)
+                            and (k := key.removeprefix("serving.")) not in ("engine", "cudagraph_mode", "options",
+                                                                            "recognised")
+                            and v != DEFAULTS.get(k)}, context.get("serving.options") in (SCRIPT, RECOGNISED),
+                   context.get("serving.recognised", ""))

@@ -80,6 +80,35 @@ def flops_by_precision(figs: Figures, names: C.Arch) -> tuple[dict[str, float] |
     return (flops or None), missing, notes
 
 
+# Under this share the tensor pipe ran no tensor math worth a FLOP total: HFMA2.MMA register moves of a
+# norm or an elementwise kernel keep it at hundredths of a percent; a decode attention's MMA reads 1 %
+TENSOR_PIPE_IDLE_PCT = 0.5
+
+
+def tensor_unseen(m: Mapping[str, float], tensor_pipe_pct: float | None, missing: list[str] | tuple[str, ...],
+                  names: C.Arch) -> str | None:
+    """Why no tensor FLOP total can be given, when none of the architecture's tensor FLOP counters
+    was collected and nothing says the tensor pipe sat idle: the tensor work the report does show
+    (its pipe busy, wgmma or HMMA instructions counted), or that nothing shows either way. None when
+    a tensor counter was collected or the pipe read 0 % (then the tensor classes are measured)."""
+    tensor = [c for c in classes(names) if c.startswith("tensor_")]
+    if not tensor or not set(tensor) <= set(missing):
+        return None
+    seen = []
+    if tensor_pipe_pct is not None and tensor_pipe_pct >= TENSOR_PIPE_IDLE_PCT:
+        seen.append(f"the tensor pipe {tensor_pipe_pct:.1f} % busy")
+    if m.get(C.TENSOR_WGMMA_INST) or m.get(C.WGMMA_SASS_INST):
+        seen.append(f"{m.get(C.TENSOR_WGMMA_INST) or m.get(C.WGMMA_SASS_INST):,.0f} wgmma instructions")
+    elif (m.get(C.TENSOR_HMMA_INST) or 0) - (m.get(C.HFMA2_MMA) or 0) > 0:
+        seen.append(f"{m[C.TENSOR_HMMA_INST] - (m.get(C.HFMA2_MMA) or 0):,.0f} HMMA instructions")
+    counters = "sm__ops_path_tensor_src_*" if names == "hopper" else "sm__ops_path_tensor_src_*_dst_*"
+    if not seen and tensor_pipe_pct is not None:  # the pipe all but idle: register moves (HFMA2.MMA), no math
+        return None
+    if seen:
+        return f"tensor work not counted: {', '.join(seen)}, but its FLOP counters ({counters}) were not collected"
+    return f"tensor FLOP not collected ({counters}) and nothing in the report says whether the tensor cores ran"
+
+
 # Ratio figures and their denominators: a zero denominator makes the figure undefined, not unmeasured.
 ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops", "duration_ns"),
                      ("achieved_dram_tbps", "duration_ns"))
@@ -92,8 +121,8 @@ POSITIVE = ("sm_clock_hz", "dram_clock_hz")
 # field order: a record's `unmeasured` lists them in this order.
 FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
     "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "flops_at_most",
-    "dominant_precision",
-    "tensor_path", "ncu_rules", "code_file", "unmeasured", "notes", "sources", "metrics", "block_limits"})
+    "flops_total", "dominant_precision",
+    "tensor_path", "ncu_rules", "code_file", "workload", "unmeasured", "notes", "sources", "metrics", "block_limits"})
 # The record's figures that are catalogue figures of the same name, taken as they are.
 PLAIN = tuple(f for f in FIGURES if f in C.FIGURE_NAMES)
 
@@ -137,8 +166,13 @@ def derive(raw: RawKernel) -> KernelRecord:
     if flops is not None and missing:
         notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
     duration, dram = get("duration_ns"), get("dram_bytes")
-    # no work counted while a class is missing is not "no work": the work is unknown
-    total = None if flops is None or (missing and not any(flops.values())) else sum(flops.values())
+    # no work counted while a class is missing is not "no work": the work is unknown; nor is a total
+    # without any tensor class while the tensor cores may have run (a GEMM's SIMT epilogue is not its work)
+    unseen = tensor_unseen(m, get("tensor_pipe_active_pct"), missing, names)
+    if unseen is not None and flops is not None:
+        notes.append(f"{unseen}: no FLOP total, arithmetic intensity or compute %SoL")
+    total = None if flops is None or unseen is not None or (missing and not any(flops.values())) \
+        else sum(flops.values())
     dominant = max(flops, key=lambda k: flops[k]) if flops and total else None
     tensor = sum(x for k, x in (flops or {}).items() if k.startswith("tensor_"))
     path: TensorPath | None = get("tensor_path") if tensor > 0 else None
@@ -155,6 +189,7 @@ def derive(raw: RawKernel) -> KernelRecord:
     figures.update(
         duration_ns=duration,
         flops=flops,
+        flops_total=total,
         flops_missing=tuple(missing),
         flops_at_most={c: v[f"flops_at_most.{c}"] for c in missing if f"flops_at_most.{c}" in v} or None,
         dominant_precision=dominant,
@@ -176,7 +211,10 @@ def derive(raw: RawKernel) -> KernelRecord:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")
             not_applicable.add(figure)
     unmeasured = tuple(f for f in FIGURES if figures[f] is None and f not in not_applicable)
+    if figures["flops"] is not None and figures["flops_total"] is None:
+        unmeasured += ("flops_total",)
     return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,
                         device=raw.device, grid=raw.grid, block=raw.block, **figures, ncu_rules=raw.rules,
-                        code_file=raw.code_file, unmeasured=unmeasured, notes=tuple(notes), sources=figs.sources,
+                        code_file=raw.code_file, workload=raw.workload, unmeasured=unmeasured, notes=tuple(notes),
+                        sources=figs.sources,
                         metrics=m)

@@ -7,6 +7,7 @@ link alone (judge_link), never against HBM or FLOP roofs."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,11 +19,14 @@ from .rules import (
     AT_ROOF_PCT,
     BOUNDARY_PCT,
     EMPTY_KERNEL_NS,
+    FLOOR_HOLDS,
+    GRID_IDLE_PCT,
     GRID_WAVES,
     KIND_BOUND,
     L2_REUSE_RATIO,
     LAUNCH_BOUND_NS,
     NEAR_ROOF_PCT,
+    PERSISTENT_ACTIVE_PCT,
     RAMP_FLOOR_NS,
     RAMP_SLACK,
 )
@@ -82,6 +86,24 @@ def ramp_overhead_ns(moved: float | None, hw_key: str) -> float | None:
     return max(floor - moved * its_time / biggest, 0.0)
 
 
+def ctas(grid: str | None) -> int | None:
+    """'(132, 1, 1)' -> 132."""
+    dims = [int(d) for d in re.findall(r"\d+", grid or "")]
+    return dims[0] * dims[1] * dims[2] if len(dims) == 3 else None
+
+
+def tile_coverage(rec: KernelRecord) -> Limiter | None:
+    """A persistent grid (one CTA a SM, each looping over tiles: FlashAttention-3, cuBLAS's and CUTLASS's
+    persistent schedules) fills every block slot by construction; what leaves SMs idle is too few tiles
+    to go round, read as the share of elapsed cycles the SMs were active."""
+    sms, blocks, active = rec.metrics.get(C.SM_COUNT), ctas(rec.grid), rec.sm_active_pct
+    if not sms or blocks != int(sms) or active is None or active >= PERSISTENT_ACTIVE_PCT:
+        return None
+    return Limiter("grid", C.SM_CYCLES_ACTIVE, "tiles under the SMs", None, None, None,
+                   f"a persistent grid of {blocks} CTAs, one a SM, kept the SMs active {active:.0f} % of the time: "
+                   f"too few tiles (work units) to cover the SMs, so {100 - active:.0f} % of SM cycles had none")
+
+
 def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None) -> Limiter:
     """No roof at 60 %: launch overhead for a kernel of a few µs or at the launch-and-ramp floor of
     its bytes, a grid under one wave, or stalls."""
@@ -90,14 +112,18 @@ def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_
         return Limiter("launch", C.DURATION, "launch overhead", None, None, None,
                        f"{dur / 1e3:.2f} µs on the GPU, within 2x the {EMPTY_KERNEL_NS / 1e3:.2f} µs an empty kernel "
                        "takes (H200, docs/hopper-measurements.md §8): the launch, not the work, sets its cost")
-    if dur is not None and ramp_ns is not None and dur <= RAMP_SLACK * ramp_ns:
+    # a kernel under the floor for its bytes shows the floor is not one for it: never floor-bound then
+    if dur is not None and ramp_ns is not None and FLOOR_HOLDS * ramp_ns <= dur <= RAMP_SLACK * ramp_ns:
         return Limiter("launch", C.DURATION, "launch and ramp", None, None, None,
                        f"{dur / 1e3:.2f} µs for {(rec.dram_bytes or 0) / 1e6:.1f} MB: within {RAMP_SLACK:g}x the "
                        f"{ramp_ns / 1e3:.2f} µs a streaming kernel moving as many bytes takes on this GPU (measured: "
                        "launch, filling and draining the SMs set its cost, not its grid or its work)")
-    if waves is not None and waves < GRID_WAVES:
+    if waves is not None and waves < GRID_WAVES and 100 * (1 - waves) >= GRID_IDLE_PCT:
         return Limiter("grid", C.WAVES, "grid under one wave", None, None, None,
                        f"{waves:.2f} waves: {100 * (1 - waves):.0f} % of the SMs' block slots get no block")
+    covered = tile_coverage(rec)
+    if covered is not None:
+        return covered
     near = "no roof figures" if nearest is None else f"nearest roof: {nearest.name} {nearest.pct:.0f} %"
     return Limiter("latency", C.STALLS.get(stall or "", ""), "latency", None, None, None,
                    f"no roof reaches {NEAR_ROOF_PCT:.0f} % ({near}); top stall {stall or 'not collected'}")
@@ -161,6 +187,8 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
         text = f"{bound}-bound {where} the {lim.name}: {how_close(lim)}"
     elif lim.kind == "launch":
         text = f"latency-bound: {lim.name} ({lim.reading.split(':')[0]}{near})"
+    elif lim.kind == "grid" and lim.name == "tiles under the SMs":
+        text = f"latency-bound: tiles under the SMs ({lim.reading.split(':')[0]}{near})"
     elif lim.kind == "grid":
         text = f"latency-bound: grid under one wave ({rec.waves_per_sm:.2f} waves{near})"
     else:
@@ -181,6 +209,11 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     else:
         lim, runner = latency(rec, top, top_stall, ramp_ns), top
     bound = KIND_BOUND[lim.kind]
+    if unsettled is not None and lim.kind == "hbm" and lim.pct_datasheet is not None:
+        # measured bytes over time at the HBM roof need no FLOP: memory-bound, the compute side unmeasured
+        line = f"compute side unmeasured: {unsettled}"
+        evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + [line]
+        return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, line), tuple(evidence))
     if unsettled is not None:
         if not roofs and lim.kind == "latency":
             missing = unmeasured(rec, unsettled)
@@ -194,6 +227,16 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim, at_most or {})) if x]
     evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + lines
     return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines)), tuple(evidence))
+
+
+def judge_workload(rec: KernelRecord) -> Judgement:
+    """A result that is not one kernel (`--graph-profiling graph`: a whole CUDA graph, its kernels run
+    as one workload): its time is the graph's, and no kernel verdict stands for the kernels inside it."""
+    dur = "duration unmeasured" if rec.duration_ns is None else f"{rec.duration_ns / 1e3:.1f} µs on the GPU"
+    said = (f"a whole CUDA {rec.workload}, not one kernel: {dur} for every kernel node in it (ncu "
+            "--graph-profiling graph); no kernel verdict: capture its kernels with --graph-profiling node for theirs")
+    lim = Limiter("unmeasured", C.DURATION, f"CUDA {rec.workload}", None, None, None, said)
+    return Judgement(lim, None, "unmeasured", said, (said,))
 
 
 def judge_link(rec: KernelRecord, roof: Limiter | None, why: str) -> Judgement:

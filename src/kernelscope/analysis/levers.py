@@ -45,6 +45,8 @@ def _flag(f: Facts, key: str) -> str:
     given = f.serving.get(key) if f.serving is not None else None
     if given:
         return f"now {given}"
+    if f.serving is not None and f.serving.recognised:
+        return "not recorded: the capture holds no serving command"
     return "as your script sets it" if f.serving is not None and f.serving.in_script else DEFAULTS[key]
 
 
@@ -140,6 +142,10 @@ def _stream_action(f: Facts) -> str:
     if f.attention_like:
         return ("another attention kernel for this shape that streams the KV cache once (FlashInfer's decode "
                 "kernels, FlashAttention-3 with more KV splits; vLLM: VLLM_ATTENTION_BACKEND)")
+    if f.prov.family == "Triton (torch.compile)" and f.vllm:
+        return ("let inductor tune it, through vLLM's compilation config (vLLM owns torch.compile's switches): "
+                "--compilation-config '{\"inductor_compile_config\": {\"max_autotune\": true, "
+                "\"coordinate_descent_tuning\": true}, \"compile_sizes\": [<the decode batch sizes you serve>]}'")
     if f.prov.family == "Triton (torch.compile)":
         return ("let inductor tune it: torch.compile(mode='max-autotune') searches its block sizes and grid; "
                 "torch._inductor.config.coordinate_descent_tuning=True refines them")
@@ -148,8 +154,10 @@ def _stream_action(f: Facts) -> str:
 
 
 def _grid_unlock(f: Facts) -> float:
-    """Filling the idle block slots, but never past the launch-and-ramp floor for its bytes."""
-    x = 1 / (f.rec.waves_per_sm or 1)
+    """Filling the idle block slots (a persistent grid: its idle SM cycles), but never past the
+    launch-and-ramp floor for its bytes."""
+    tiles = f.limiter.name == "tiles under the SMs" and f.rec.sm_active_pct
+    x = 100 / f.rec.sm_active_pct if tiles and f.rec.sm_active_pct else 1 / (f.rec.waves_per_sm or 1)
     floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
     return x if floor is None or not f.rec.duration_ns else max(min(x, f.rec.duration_ns / floor), 1.0)
 
@@ -206,6 +214,8 @@ def _wgmma_expected(f: Facts) -> str:
 
 
 SPLIT_COMBINE = re.compile(r"FlashAttnFwdCombine|splitkv_combine|flash_fwd_splitkv_combine")
+COMBINE = ("FlashAttention's split-KV combine: it runs because the attention kernel split the KV sequence; one "
+           "split (FlashAttention-3's num_splits) or a backend that does not split at this batch removes it")
 RNG = re.compile(r"distribution_|philox|curand|randperm|normal_kernel|uniform_kernel|bernoulli", re.IGNORECASE)
 COPY = re.compile(r"copy|Copy|transpose|contiguous|CatArray|cat_|clone", re.IGNORECASE)
 FP32_DATA = re.compile(r"\bfloat\b")
@@ -226,7 +236,7 @@ def _memory_side(f: Facts) -> bool:
     """Left of the ridge, throttled by something other than a memory roof, with room to stream."""
     r = f.rec
     x = _stream_unlock(f)
-    return (f.limiter.kind in ("pipe", "issue", "latency", "grid") and r.arithmetic_intensity is not None
+    return (f.limiter.kind in ("pipe", "issue", "latency") and r.arithmetic_intensity is not None
             and f.ridge is not None and r.arithmetic_intensity < f.ridge and x is not None and x >= STREAM_WORTH_X)
 
 
@@ -234,8 +244,34 @@ def _tensor_operands(f: Facts) -> bool:
     return f.rec.dominant_precision in {"tensor_bf16", "tensor_fp16", "tensor_tf32"}
 
 
+def _weight_operands(f: Facts) -> bool:
+    """A matmul that streams its weights in 16 or 32 bits: counted so, or a GEMM or MoE kernel whose tensor
+    FLOP were not captured (its name says no fp8: category FP4/FP8 BMM holds those)."""
+    if f.attention_like:
+        return False
+    return _tensor_operands(f) or (f.tensor_work in ("uncounted", "unknown") and f.gemm_like
+                                   and f.category in ("GEMM/cuBLAS", "MoE"))
+
+
+def _precision_unsaid(f: Facts) -> str:
+    return "" if _tensor_operands(f) else " (if its operands are bf16/fp16: its tensor FLOP were not captured to say)"
+
+
+def _rows_expected(f: Facts) -> str:
+    if f.rec.arithmetic_intensity is None or f.ridge is None:
+        return ("a decode GEMM reads each weight once for the rows of a step: more rows share the read (its FLOP "
+                "were not captured, so the work per byte is not sized)")
+    return (f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to "
+            f"{(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds")
+
+
+FP8_KV = re.compile(r"e4m3|e5m2|fp8", re.IGNORECASE)
+
+
 def _no_tensor_work(f: Facts) -> bool:
-    return not (f.rec.dominant_precision or "").startswith("tensor_")
+    """Measured to run no tensor-core math: a kernel whose tensor work was not counted, or may have
+    run unseen, is not one (a GEMM is never told to fuse away or to use the tensor cores it uses)."""
+    return f.tensor_work == "none"
 
 
 def _wgmma_action(f: Facts) -> str:
@@ -270,17 +306,21 @@ def _algorithm_action(f: Facts) -> str:
         return ("cuBLAS's heuristic chose this algorithm and vLLM offers no switch for it: what moves it is the "
                 "shape (--max-num-seqs, tensor parallelism) or the precision (--quantization fp8); report the "
                 "shape upstream if another algorithm is faster (cuBLASLt heuristic list, outside vLLM)")
+    if "cuDNN" in f.prov.family:
+        return "let cuDNN benchmark its engines for this shape (torch.backends.cudnn.benchmark = True)"
+    tuned = ("let PyTorch's TunableOp time this shape's GEMM implementations and keep the fastest (on CUDA, "
+             "cuBLAS against cuBLASLt: PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1, or "
+             "torch.cuda.tunable.enable()), or call cuBLASLt with another algorithm from its heuristic list")
     if f.limiter.kind in ("hbm", "l2"):
         under = f.rec.waves_per_sm is not None and f.rec.waves_per_sm < 1
-        return ("try other algorithms for this shape (cuBLASLt heuristic list): " + (
+        return f"{tuned}: " + (
             f"its grid fills {100 * (f.rec.waves_per_sm or 0):.0f} % of one wave, so split-K or smaller tiles"
-            if under else "larger tiles or 2-CTA multicast move fewer bytes per FLOP"))
+            if under else "larger tiles or 2-CTA multicast move fewer bytes per FLOP")
     if f.limiter.kind in ("tensor", "simt", "pipe", "issue"):
-        return "try other algorithms or engine configs for this shape (cuBLASLt heuristic list, cuDNN benchmark mode)"
+        return f"{tuned}: other tiles and schedules for the same work"
     if _ramp(f):
-        return ("try the other algorithms for this shape (cuBLASLt heuristic list): at this size launch and ramp "
-                "are most of its time, so the bytes' floor bounds any of them")
-    return "a split-K or stream-K algorithm, or smaller tiles, so more CTAs share the work (cuBLASLt algo selection)"
+        return f"{tuned}: at this size launch and ramp are most of its time, so the bytes' floor bounds any of them"
+    return f"{tuned}: a split-K or stream-K algorithm, or smaller tiles, so more CTAs share the work"
 
 
 def _headroom_expected(f: Facts) -> str:
@@ -296,13 +336,24 @@ def _headroom_expected(f: Facts) -> str:
     return f"the {roof.name} is at {roof.pct:.0f} %: up to {x:.1f}x to that roof"
 
 
+def _filled(f: Facts) -> str:
+    """What shows the grid filled: waves, or for a persistent grid the SMs' active share."""
+    return "sm_active_pct nears 100" if f.limiter.name == "tiles under the SMs" else "waves_per_sm reaches 1"
+
+
 def _idle_slots(f: Facts) -> str:
-    waves = f.rec.waves_per_sm or 1.0
     x = _grid_unlock(f)
-    said = f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty"
-    if x < 1 / waves:
+    if f.limiter.name == "tiles under the SMs":
+        active = f.rec.sm_active_pct or 100.0
+        said = f"the SMs had tiles {active:.0f} % of the time"
+        full = 100 / active
+    else:
+        waves = f.rec.waves_per_sm or 1.0
+        said = f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty"
+        full = 1 / waves
+    if x < full:
         return (f"{said}, but a launch moving its {(f.rec.dram_bytes or 0) / 1e3:.0f} KB takes at least "
-                f"{(f.rec.duration_ns or 0) / x / 1e3:.1f} µs on this GPU (measured ramp): up to {x:.2f}x, not {1 / waves:.0f}x")
+                f"{(f.rec.duration_ns or 0) / x / 1e3:.1f} µs on this GPU (measured ramp): up to {x:.2f}x, not {full:.0f}x")
     return f"{said}: up to {x:.1f}x if they took work"
 
 
@@ -323,16 +374,42 @@ def _ncu_estimate(f: Facts, rule: str) -> str:
     return f"{est}: {r.message.split('. ')[0].rstrip('.')}"
 
 
+def _recapture_action(f: Facts) -> str:
+    """What this report lacks, and the capture that has it on this device: kernelscope's roofline list
+    names Hopper's and Blackwell's counters; an older chip's tensor FLOP counters are its own."""
+    why = f.limiter.reading.removeprefix("unmeasured: ").split(", no roofline verdict")[0] if f.bound == "unmeasured" \
+        else next((e.removeprefix("provisional: ") for e in f.evidence if e.startswith("provisional: ")), "")
+    arch = f.device.arch if f.device is not None else None
+    how = ROOFLINE
+    if arch is not None and float(arch.cc) < 9.0 and f.tensor_work != "none":
+        how = (f"ncu --set full (or {ROOFLINE}) on this {arch.name} GPU, adding its tensor FLOP counters where "
+               "`ncu --query-metrics | grep sm__ops_path_tensor` lists them")
+    return f"recapture with the counters this report lacks ({why or 'FLOP and DRAM bytes'}): {how}"
+
+
+SPLIT_K = re.compile(r"splitK|split_?k", re.IGNORECASE)
+FUSED_MOE = re.compile(r"^fused_moe_kernel")  # vLLM's Triton MoE GEMM (provenance.py)
+
+
 def _none(f: Facts) -> None:
     return None
 
 
 LEVERS: tuple[LeverRule, ...] = (
     LeverRule("recapture-roofline", "capture", lambda f: f.bound == "unmeasured" or f.provisional,
-              lambda f: f"recapture with FLOP and DRAM byte counters: {ROOFLINE}",
+              _recapture_action,
               lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL", _none,
               "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum", 3, 1),
-    LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured",
+    LeverRule("vllm-moe-config", "config", lambda f: bool(FUSED_MOE.search(f.rec.name)) and not f.at_roof,
+              lambda f: ("tune the fused-MoE Triton config for this GPU and shape: vLLM's "
+                         "benchmarks/kernels/benchmark_moe.py --tune writes E=<experts>,N=<expert intermediate size / TP>,"
+                         f"device_name={(f.rec.device or 'this GPU').replace(' ', '_')}.json; serve with "
+                         "VLLM_TUNED_CONFIG_FOLDER=<its folder> (with no file for the shape vLLM runs a default config "
+                         "and logs a warning)"),
+              _headroom_expected, _headroom,
+              f"the same batch's fused_moe_kernel duration_ns under the tuned config: {ROOFLINE}", 3, 1),
+    LeverRule("wgmma-kernel", "kernel", lambda f: f.path_ratio is not None and f.bound != "unmeasured"
+              and not FUSED_MOE.search(f.rec.name),
               _wgmma_action, _wgmma_expected, _wgmma_unlock,
               f"tensor_path reads wgmma and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("lower-precision", "precision", lambda f: f.limiter.kind == "tensor" and f.step is not None,
@@ -343,22 +420,31 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"at the {f.limiter.name} ({f.limiter.pct:.0f} %) with no cheaper precision on this device: one level up, batch more work a launch or fuse its neighbours",
               lambda f: f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; the gain is in the work around it",
               _none, f"time per unit of work falls across the step: {NSYS}", 1, 2),
-    LeverRule("quantise-operands", "precision", lambda f: f.limiter.kind == "hbm" and _tensor_operands(f),
+    LeverRule("quantise-operands", "precision", lambda f: f.limiter.kind == "hbm" and _weight_operands(f),
               lambda f: f"{_up(f)}store the weights it streams in fp8" + (
                   f": vLLM --quantization fp8 ({_flag(f, 'quantization')}); int4 weights (AWQ, GPTQ) run on vLLM's "
                   "Marlin/Machete kernels, not cuBLAS" if f.vllm else
-                  " (torch._scaled_mm, Transformer Engine), or int4 with a kernel that reads int4 (Marlin, Machete)"),
+                  " (torch._scaled_mm, Transformer Engine), or int4 with a kernel that reads int4 (Marlin, Machete)")
+              + _precision_unsaid(f),
               lambda f: f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} (up to 2x; int4 up to 4x on an int4 kernel)",
               lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 3),
+    LeverRule("kv-cache-fp8", "precision",
+              lambda f: f.attention_like and f.limiter.kind == "hbm" and not FP8_KV.search(f.rec.name_full),
+              lambda f: f"{_up(f)}store the KV cache in fp8, which decode attention streams: " + (
+                  f"vLLM --kv-cache-dtype fp8 ({_flag(f, 'kv_cache_dtype')}; FlashAttention-3 reads an fp8 cache on Hopper)"
+                  if f.vllm else "an fp8 KV cache (vLLM --kv-cache-dtype fp8; FlashInfer's and FlashAttention-3's fp8 paths)"),
+              lambda f: f"time follows DRAM bytes at the HBM roof: an fp8 cache halves the KV part of its {_mb(f.rec.dram_bytes)} (up to 2x)",
+              lambda f: 2.0, f"dram_bytes and duration_ns fall together: {ROOFLINE}", 3, 2),
     LeverRule("batch-rows", "batching",
-              lambda f: f.bound == "memory" and _tensor_operands(f) and f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge),
+              lambda f: f.bound == "memory" and _weight_operands(f) and (
+                  f.rec.arithmetic_intensity is None or (f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge))),
               lambda f: f"{_up(f)}batch more rows per weight read: " + (
                   f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs')}) and "
                   f"--max-num-batched-tokens ({_flag(f, 'max_num_batched_tokens')}) so more "
                   "sequences share each decode step" if f.vllm else "more tokens a step, a larger M"),
-              lambda f: f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to {(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds",
+              _rows_expected,
               _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),
-    LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f),
+    LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f) and not f.split_k_reduce,
               lambda f: "fuse it into its producer or consumer (torch.compile, a fused epilogue)" + (
                   ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
               lambda f: f"removes its {_mb(f.rec.dram_bytes)} of DRAM traffic and its {_us(f)}",
@@ -402,7 +488,8 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
               _algorithm_action, _headroom_expected, _headroom,
               lambda f: ("the same shape's duration_ns under each backend" if f.attention_like else
-                         "the same shape's duration_ns under each algorithm (cuBLASLt / cuDNN autotuning)")
+                         "the same shape's duration_ns under each algorithm (TunableOp's results file, or cuDNN's "
+                         "benchmark)" if not f.vllm else "the same shape's duration_ns under each algorithm")
               + f", then {ROOFLINE}", 2, 1),
     LeverRule("fix-divergence", "source", lambda f: f.diverged,
               lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
@@ -412,11 +499,20 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: "fewer instructions per result: fast-math intrinsics, fewer passes over the data, vector loads, less index arithmetic",
               lambda f: f"{f.limiter.name} {f.limiter.pct:.0f} % busy: time follows the instructions it issues",
               _none, f"issue_active_pct stays high while duration_ns falls: {ROOFLINE}", 2, 2),
-    LeverRule("stream-once", "kernel", lambda f: f.prov.kind != "user" and _memory_side(f),
+    LeverRule("stream-once", "kernel", lambda f: f.prov.kind != "user" and _memory_side(f) and not f.split_k_reduce,
               _stream_action, _stream_expected, _stream_unlock, f"the replacement's HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
     LeverRule("stream-once-source", "source", lambda f: f.prov.kind == "user" and _memory_side(f),
               lambda f: "restructure it to stream each byte once: one pass, vector loads, fewer instructions a byte",
               _stream_expected, _stream_unlock, f"HBM % nears {AT_ROOF_PCT:.0f} and duration_ns falls: {ROOFLINE}", 3, 2),
+    LeverRule("split-k-reduce", "batching", lambda f: f.split_k_reduce,
+              lambda f: ("the reduce of a split-K GEMM: cuBLASLt splits K when the output has too few tiles to fill "
+                         "the SMs, then sums the partial tiles here; its time belongs to the GEMM launched before it. "
+                         + (f"More rows a step (vLLM's --max-num-seqs, {_flag(f, 'max_num_seqs')}) gives the GEMM "
+                            "enough tiles to run unsplit" if f.vllm else
+                            "A larger M (more tokens a step, batched calls) lets cuBLASLt pick an unsplit algorithm")),
+              lambda f: f"removes this {_us(f)} launch and the partial tiles' round trip through memory "
+                        f"({_mb(f.rec.dram_bytes)}); judge it with its GEMM (their times add)",
+              _none, f"splitKreduce_kernel no longer follows the GEMM, and the pair's time falls: {NSYS}", 2, 2),
     LeverRule("shrink-communication", "serving", lambda f: f.communication,
               lambda f: ("overlap or shrink the collective: vLLM's custom all-reduce on NVLink (on unless "
                          "--disable-custom-all-reduce), fewer tensor-parallel ranks where the model fits "
@@ -442,10 +538,10 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: "already inside vLLM's CUDA graph: profile the whole graph as one workload to see the step it belongs to (kernelscope capture --graph-profiling graph)",
               lambda f: "the graph's time against the sum of its kernels' says what launches and gaps cost inside the step",
               _none, "one result for the graph, its gpu__time_duration the step's", 1, 1),
-    LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch",
-              lambda f: ("FlashAttention's split-KV combine: it runs because the attention kernel split the KV "
-                         "sequence; one split (FlashAttention-3's num_splits) or a backend that does not split at "
-                         "this batch removes it" if SPLIT_COMBINE.search(f.rec.name_full) else
+    # under vLLM, what fuses its kernels is vLLM's own compilation: no per-kernel switch (the graph lever above)
+    LeverRule("fuse-launch", "fusion", lambda f: f.limiter.kind == "launch" and (
+                  not f.vllm or bool(SPLIT_COMBINE.search(f.rec.name_full))),
+              lambda f: (COMBINE if SPLIT_COMBINE.search(f.rec.name_full) else
                          "fuse its neighbours into it: an activation or residual as the GEMM's epilogue "
                          "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
                          else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"),
@@ -457,11 +553,19 @@ LEVERS: tuple[LeverRule, ...] = (
                          "give each launch more work: one launch over the batched tensors (foreach ops, torch.compile)"),
               _ramp_amortised, _ramp_unlock, f"duration_ns grows slower than the work a launch: {NSYS}", 2, 2),
     LeverRule("more-ctas", "source", lambda f: f.limiter.kind == "grid",
-              lambda f: "launch more CTAs: split the work (split-K, split-KV) or use smaller tiles",
-              _idle_slots, _grid_unlock, f"waves_per_sm reaches 1 and duration_ns falls: {ROOFLINE}", 2, 2),
+              lambda f: ("make more tiles: smaller ones, or split the work (split-K, split-KV)"
+                         if f.limiter.name == "tiles under the SMs" else
+                         "launch more CTAs: smaller tiles (it splits K already)" if SPLIT_K.search(f.rec.name_full)
+                         else "launch more CTAs: split the work (split-K, split-KV) or use smaller tiles"),
+              _idle_slots, _grid_unlock, lambda f: f"{_filled(f)} and duration_ns falls: {ROOFLINE}", 2, 2),
     LeverRule("fill-the-grid", "batching", lambda f: f.limiter.kind == "grid",
-              lambda f: "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)",
-              _idle_slots, _grid_unlock, f"waves_per_sm reaches 1 and the step's time falls: {NSYS}", 2, 2),
+              lambda f: COMBINE if SPLIT_COMBINE.search(f.rec.name_full) else (
+                  f"give each launch more work: more sequences a decode step (vLLM's --max-num-seqs, "
+                         f"{_flag(f, 'max_num_seqs')}; its work follows the tokens a step)" + (
+                             "; FlashAttention-3 also splits the KV sequence into more tiles when the batch leaves "
+                             "SMs idle (its num_splits heuristic)" if f.attention_like else "") if f.vllm else
+                         "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)"),
+              _idle_slots, _grid_unlock, lambda f: f"{_filled(f)} and the step's time falls: {NSYS}", 2, 2),
     LeverRule("hide-memory-latency", "source",
               lambda f: f.bound == "latency" and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
               lambda f: "keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more independent work a thread",
@@ -486,8 +590,10 @@ LEVERS: tuple[LeverRule, ...] = (
                          if _triton(f) else "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)"),
               lambda f: f"barrier holds {f.top_stall_pct:.0f} % of stalled warp-cycles", _none, f"warp_stalls.barrier drops: {STALLS}", 1, 2),
     LeverRule("use-tensor-cores", "precision",
-              lambda f: f.gemm_like and f.rec.flops is not None and _no_tensor_work(f),
-              lambda f: "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 (torch.backends.cuda.matmul.allow_tf32)",
+              lambda f: f.gemm_like and f.rec.flops is not None and _no_tensor_work(f) and f.tensor_cores,
+              lambda f: ("run the matmul on the tensor cores: mma.sync/WMMA instructions or a CUTLASS/cuBLAS GEMM with "
+                         "fp16/bf16/tf32 operands" if f.prov.kind == "user" else
+                         "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 (torch.backends.cuda.matmul.allow_tf32)"),
               lambda f: "an order of magnitude more FLOP/s ceiling", _none, f"tensor_* FLOP appear in {ROOFLINE}", 3, 2),
     LeverRule("recapture-stalls", "capture",  # a launch-bound kernel's stalls do not set its time
               lambda f: f.bound == "latency" and f.limiter.kind != "launch" and f.rec.warp_stalls is None,
@@ -514,6 +620,28 @@ def saved_fraction(gain: int, unlock_x: float | None) -> float:
     return SAVED_BY_GAIN.get(gain, 0.1)
 
 
+# levers that keep the kernel's DRAM bytes (another algorithm, its tiles, its source): the floor for those
+# bytes bounds them; a cheaper precision, more rows or fusion change the bytes and so the floor
+SAME_BYTES = frozenset({"algorithm", "kernel", "config", "source", "compiler"})
+
+
+def _within_floor(f: Facts, x: float | None) -> float | None:
+    """No kernel moving these DRAM bytes runs faster than the measured launch-and-ramp floor for them
+    (rules.RAMP_FLOOR_NS): every unlock is bounded by it, whatever roof it was sized from."""
+    floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
+    if x is None or floor is None or not f.rec.duration_ns:
+        return x
+    return min(x, max(f.rec.duration_ns / floor, 1.0))
+
+
+def _capped(f: Facts, raw: float | None, x: float | None) -> str:
+    if raw is None or x is None or x >= raw - 1e-9:
+        return ""
+    floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key) or 0.0
+    return (f"; at most {x:.2f}x: a launch moving its {_mb(f.rec.dram_bytes)} takes at least {floor / 1e3:.1f} µs on "
+            "this GPU (the measured launch-and-ramp floor)")
+
+
 def levers(f: Facts) -> tuple[Lever, ...]:
     """The rules that fire and that the kernel's owner can pull, best first: by saved fraction /
     cost, the order the frontier ranks them in within one kernel (frontier.py), so a kernel's first
@@ -522,7 +650,8 @@ def levers(f: Facts) -> tuple[Lever, ...]:
     fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)
              and (not f.communication or r.name in COMMUNICATION_LEVERS)]
     sized = [(r, r.unlock(f)) for r in fired]
-    kept = [(r, x) for r, x in sized if x is None or x >= WORTH_X] or [(FALLBACK, None)]
-    out = [Lever(r.name, r.family, r.action(f), r.expected(f), r.confirm if isinstance(r.confirm, str) else
-                 r.confirm(f), r.gain, r.cost, x) for r, x in kept]
+    bounded = [(r, raw, _within_floor(f, raw) if r.family in SAME_BYTES else raw) for r, raw in sized]
+    kept = [(r, raw, x) for r, raw, x in bounded if x is None or x >= WORTH_X] or [(FALLBACK, None, None)]
+    out = [Lever(r.name, r.family, r.action(f), r.expected(f) + _capped(f, raw, x),
+                 r.confirm if isinstance(r.confirm, str) else r.confirm(f), r.gain, r.cost, x) for r, raw, x in kept]
     return tuple(sorted(out, key=lambda lv: (-saved_fraction(lv.gain, lv.unlock_x) / lv.cost, -lv.gain / lv.cost)))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..ceilings import CeilingsFile
+from ..ceilings import CeilingsFile, DeviceFacts
 from ..ceilings import load as load_ceilings
 from ..errors import KernelscopeError
 from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
@@ -124,7 +124,8 @@ class Judge:
         return None if home is None else of[home]
 
     def one(self, rec: KernelRecord) -> Assessment:
-        a = assess(rec, self.table.pick(rec.device, self.hw), self._home(rec, self.serving))
+        a = assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
+                   self._home(rec, self.serving))
         if self.measured is not None:
             p = place(rec, self.measured.pick(rec.device))
             a = replace(a, achievable={

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 from ..model import KernelRecord, Provenance, ProvenanceKind
+from ..serving import VLLM_TRITON
 
 # (owner, family, regex on the short or demangled name), first match wins: cuBLAS's own CUTLASS
 # kernels (`cutlass::Kernel2<cutlass_80_tensorop_...>`) before open CUTLASS templates that a project
@@ -29,10 +30,9 @@ PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("open", "CUTLASS", r"\bcutlass::"),
     ("open", "Triton (torch.compile)", r"^triton_(poi|red|per|tem|for)_"),
     # vLLM's own Triton kernels (sampler, input preparation, speculative decoding), as vLLM 0.26 names them
-    ("open", "Triton (vLLM)", r"^_(topk_topp|gumbel_sample|compute_slot_mappings?|prepare_\w+_inputs|penalties|min_p"
-                              r"|bincount|apply_grammar_bitmask|expand_idx_mapping|gather_block_tables|rejection"
-                              r"|post_update\w*|ranks|flatten_sampled|combine_sampled_and_draft_tokens|bad_words"
-                              r"|apply_write|resample|insert_resampled)_kernel$"),
+    ("open", "Triton (vLLM)", VLLM_TRITON),
+    # vLLM's fused-MoE Triton GEMM (SGLang carries a port of it under the same name)
+    ("open", "Triton (vLLM)", r"^fused_moe_kernel(_gptq_awq)?$"),
     ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
                              r"|^CatArrayBatchedCopy|^distribution_elementwise"),
 )
@@ -73,7 +73,8 @@ def _by_name(name: str, name_full: str) -> tuple[ProvenanceKind, str, str, str |
 
 # A Triton kernel's source file says whose it is (the report's line information, ingest/ncu_rep.code_file).
 TRITON_FILES: tuple[tuple[ProvenanceKind, str, str], ...] = (
-    ("open", "Triton (torch.compile)", r"torchinductor|/_inductor/"),
+    # inductor's generated code: its own cache, or under vLLM's torch_compile_cache (before the /vllm/ rule)
+    ("open", "Triton (torch.compile)", r"torchinductor|/_inductor/|inductor_cache|torch_compile_cache"),
     ("open", "Triton (vLLM)", r"/vllm/"),
     ("open", "Triton (FlashInfer)", r"/flashinfer/"),
     ("user", "your Triton", r"\.py$"),

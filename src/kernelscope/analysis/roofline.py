@@ -19,7 +19,7 @@ class Placement:
     compute_ceiling_key: str | None
     compute_ceiling_tflops: float | None
     memory_ceiling_key: str
-    memory_ceiling_tbps: float
+    memory_ceiling_tbps: float | None
     ridge_flops_per_byte: float | None
     pct_sol_compute: float | None
     pct_sol_memory: float | None
@@ -38,7 +38,7 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
     total = rec.flops_total
     if rec.flops is None or not total or not rec.duration_ns:  # no work counted: 0 % only if no class is missing
         zero = total == 0 and not rec.flops_missing
-        return Placement(None, None, None, mem.key, mem.value or 0.0, None, 0.0 if zero else None, pct_mem, ())
+        return Placement(None, None, None, mem.key, mem.value, None, 0.0 if zero else None, pct_mem, ())
     at_peak_ns: dict[str, float] = {}
     ceilings: dict[str, Ceiling] = {}
     for cls, flop in rec.flops.items():
@@ -48,7 +48,7 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
         if ceiling.value is None:
             if flop / total >= MINOR_SHARE:
                 notes.append(f"no ceiling for {ceiling.key}: compute %SoL unknown")
-                return Placement(cls, ceiling.key, None, mem.key, mem.value or 0.0, None, None, pct_mem, tuple(notes))
+                return Placement(cls, ceiling.key, None, mem.key, mem.value, None, None, pct_mem, tuple(notes))
             share = 100 * flop / total
             notes.append(f"{cls} work ({share:.2f} % of FLOP) has no ceiling ({ceiling.key}); left out of %SoL")
             continue
@@ -61,5 +61,5 @@ def place(rec: KernelRecord, dev: DeviceCeilings) -> Placement:
         notes.append(f"{binding.key} binds although {rec.dominant_precision} holds most FLOP")
     ridge = binding.value / mem.value if mem.value else None  # (TFLOP/s)/(TB/s) = FLOP/byte
     pct_comp = 100.0 * at_peak_ns[binding_cls] / rec.duration_ns
-    return Placement(binding_cls, binding.key, binding.value, mem.key, mem.value or 0.0, ridge, pct_comp, pct_mem,
+    return Placement(binding_cls, binding.key, binding.value, mem.key, mem.value, ridge, pct_comp, pct_mem,
                      tuple(notes))

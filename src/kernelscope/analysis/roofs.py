@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .. import catalogue as C
 from ..ceilings import Ceiling, DeviceCeilings
 from ..model import KernelRecord, Limiter, LimiterKind
+from .derive import arch, tensor_unseen
 from .roofline import Placement
 
 PIPE_NAMES: dict[str, str] = {
@@ -216,22 +217,24 @@ def link_unmeasured(rec: KernelRecord, dev: DeviceCeilings) -> str:
 
 def unsettled(rec: KernelRecord, p: Placement) -> str | None:
     """Why the report cannot settle a roofline verdict (no FLOP or DRAM bytes to place it, or tensor
-    work whose FLOP were not collected while the tensor pipe ran), or None when it can."""
+    work whose FLOP were not collected), or None when it can."""
+    names = arch(rec.metrics)
+    unseen = tensor_unseen(rec.metrics, rec.tensor_pipe_active_pct, rec.flops_missing, names)
+    if unseen is not None and rec.flops is not None:
+        return unseen
+    if p.pct_sol_compute is None and rec.flops is not None and rec.flops_missing and not rec.flops_total:
+        return f"no FLOP counted, and FLOP not collected for {', '.join(rec.flops_missing)}"
     if p.pct_sol_compute is None or p.pct_sol_memory is None:
         missing = ", ".join(f for f in ("flops", "dram_bytes", "duration_ns") if f in rec.unmeasured)
         return f"{missing or 'a ceiling (' + (p.compute_ceiling_key or 'compute') + ')'} not measured"
-    tensor = [c for c in C.TENSOR_FLOPS if c in (rec.flops or {})]
-    if not tensor and rec.tensor_pipe_active_pct != 0:
-        busy = "unmeasured" if rec.tensor_pipe_active_pct is None else f"{rec.tensor_pipe_active_pct:.0f} % busy"
-        return f"no tensor FLOP counter collected while the tensor pipe was {busy}"
     return None
 
 
 def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement, provisional: bool) -> list[Limiter]:
     """Every roof the record has figures for, highest first. Provisional: the per-unit figures alone
     (pipes, the tensor pipe among them, issue slots, L2, ncu's DRAM throughput), none a FLOP rate."""
-    if provisional:
-        found = [dram_busy_roof(rec), l2_roof(rec), sm_busy_roof(rec), *sm_roofs(rec)]
+    if provisional:  # the HBM roof needs no FLOP: measured bytes over time, when the device's bandwidth is known
+        found = [hbm_roof(rec, dev, p) or dram_busy_roof(rec), l2_roof(rec), sm_busy_roof(rec), *sm_roofs(rec)]
     else:
         found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
     return sorted((c for c in found if c is not None), key=lambda c: -(c.pct or 0.0))

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
+from ..ceilings import DeviceCeilings
 from ..model import Bound, KernelRecord, Limiter, LimiterKind, Provenance, RuleResult
 from ..serving import Serving
 
@@ -26,17 +28,29 @@ LAUNCH_BOUND_NS = 2 * EMPTY_KERNEL_NS
 # Under one full wave every CTA runs alone on its SM for the whole kernel, with no second CTA to overlap
 # its prologue and epilogue: ncu's SOLBottleneck "Small Grid" line (SpeedOfLight.py: waves < 1).
 GRID_WAVES = 1.0
-# The launch-and-ramp floor of a streaming kernel: gpu__time_duration of an in-place fp32 multiply
-# (ATen's vectorized_elementwise_kernel) by the DRAM bytes it moved, and of a near-empty kernel;
-# measured on an H200 with ncu 2025.3.1 (tests/fixtures/sets.tar.xz, ramp.ncu-rep; README "Capture
-# sets"). A kernel within RAMP_SLACK of the floor for its bytes is set by launch and ramp (filling and
-# draining the SMs), not by its grid or its work: it gains from fewer launches (graphs, fusion), not
-# from more CTAs.
+# ...and leaves at least this share of the SMs' block slots idle: 128 CTAs on 132 SMs (0.97 waves) lose 3 %,
+# which no grid lever wins back; such a kernel is latency-bound on what its CTAs do (ncu: Small Grid either way)
+GRID_IDLE_PCT = 10.0
+# A persistent grid (one CTA a SM) whose SMs were active under this share of elapsed cycles had too few
+# tiles to cover them: the grid's under-one-wave story, told by SM activity (ncu's own line is 60 %)
+PERSISTENT_ACTIVE_PCT = 60.0
+# The launch-and-ramp floor of a streaming kernel: the least gpu__time_duration in which a kernel moved
+# as many DRAM bytes, measured on an H200 with ncu 2025.3.1 (tests/fixtures/floor-raw.csv, made by
+# tests/fixtures/make/floor.sh: read-only, copy and store kernels from 64 KiB to 1 GiB, three launches
+# each, and an empty kernel, L2 flushed before each; with bench/data/many.ncu-rep.gz's 300 ATen
+# elementwise launches and the capture sets' ramp.ncu-rep in-place multiply, which beat those kernels
+# at 1-4 MiB; bench/floor.py takes the lower convex hull in log-log of the fastest launches). Keyed by the DRAM bytes ncu counted, so a kernel whose writes stay
+# in L2 is not held to bytes it never moved (the in-place multiply calibration before it stood 1.2-1.9x
+# above cuBLAS's decode GEMMs). A kernel within RAMP_SLACK of the floor for its bytes is set by launch
+# and ramp (filling and draining the SMs), not by its grid or its work: it gains from fewer launches
+# (graphs, fusion), not from more CTAs; one faster than FLOOR_HOLDS of it shows the floor is not one
+# for it, and is never called floor-bound.
 RAMP_FLOOR_NS: dict[str, tuple[tuple[float, float], ...]] = {
-    "h200-sxm": ((2_816, 1_696), (9_216, 2_048), (71_168, 2_208), (1_053_696, 2_496), (4_199_424, 4_416),
-                 (16_782_336, 9_344), (105_890_560, 32_000), (508_624_128, 125_248)),
+    "h200-sxm": ((2_560, 1_600), (1_053_696, 2_496), (4_199_424, 3_936), (16_781_312, 7_808), (67_160_064, 18_912),
+                 (268_509_184, 63_648), (1_073_808_384, 242_432)),
 }
 RAMP_SLACK = 1.25
+FLOOR_HOLDS = 0.95  # a kernel faster than this share of the floor for its bytes ran under it: not floor-bound
 DIVERGENCE_PCT = 20.0  # branch targets not uniform across the warp
 SIMT_EFFICIENCY_PCT = 80.0  # active threads per executed instruction, % of 32
 DOMINANT_STALL_PCT = 30.0  # one reason holds this share of stalled warp-cycles
@@ -81,6 +95,11 @@ STALL_MEANING: dict[str, str] = {
 DESIGNED_STALLS = frozenset({"barrier", "gmma", "sleeping"})
 
 
+TensorWork = Literal["counted", "uncounted", "none", "unknown"]
+# counted: tensor FLOP collected and > 0; none: collected (or the pipe read idle) and 0; uncounted: the
+# pipe or tensor instructions show work whose FLOP were not collected; unknown: nothing says either way
+
+
 @dataclass(frozen=True)
 class Facts:
     """What the story and lever rules look at: the record, the judgement, who owns the code, and
@@ -97,6 +116,8 @@ class Facts:
     tail_idle_pct: float | None
     gemm_like: bool
     attention_like: bool
+    split_k_reduce: bool  # cuBLASLt's splitKreduce_kernel: its GEMM's second half, judged with it
+    category: str  # analysis/categories.py
     communication: bool  # a collective (NCCL, multimem, vLLM's custom all-reduce): the link and its peers set its time
     path_ratio: float | None  # the tensor path's share of the chip's peak, when under 1 (mma.sync)
     step: tuple[str, float] | None  # a cheaper tensor precision this device has, and its peak ratio
@@ -104,6 +125,14 @@ class Facts:
     ridge: float | None  # FLOP/byte where the binding compute roof meets HBM
     serving: Serving | None = None  # the serving engine's configuration, when the capture says (vLLM's flags)
     hw_key: str = ""  # the device's ceilings key, for figures measured per device (RAMP_FLOOR_NS)
+    evidence: tuple[str, ...] = ()  # the figures that decided the verdict (judge.Judgement.evidence)
+    tensor_work: TensorWork = "unknown"  # whether the kernel ran tensor-core math, and whether it was counted
+    device: DeviceCeilings | None = None  # what the chip has: tensor cores, wgmma, fp8 (ceilings/architectures.yaml)
+
+    @property
+    def tensor_cores(self) -> bool:
+        """The device has tensor cores (a GTX 16 has none; an unknown architecture is not assumed to)."""
+        return self.device is not None and self.device.tensor_cores is True
 
     @property
     def vllm(self) -> bool:
@@ -173,6 +202,29 @@ def _finding(f: Facts, rule: str) -> str:
     first = r.message.split(". ")[0].rstrip(".")
     said = f" (ncu's estimate: up to {r.speedup_pct:.1f} % of this kernel's time)" if r.speedup_pct else ""
     return f"ncu {r.rule}: {r.title or first}{said}: {first}"
+
+
+# What a report that lacks a figure leaves unjudged: (the levers it would decide, the figures any one of
+# which decides them, the capture that has them). Said as "not judged: ..." rather than left out.
+NOT_JUDGED: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("branch divergence (fix-divergence)", ("branch_divergence_pct", "simt_efficiency_pct"),
+     "smsp__sass_branch_targets*, smsp__thread_inst_executed_per_inst_executed.ratio: kernelscope capture --set roofline"),
+    ("what warps wait on (the stall levers)", ("warp_stalls",), "kernelscope capture --add stalls, or ncu --set full"),
+    ("register spills (fix-spills)", ("register_spill_pct",),
+     "sass__inst_executed_register_spilling, in the SourceCounters section of a recent ncu's --set full or detailed"),
+    ("occupancy limits (the occupancy levers)", ("theoretical_occupancy_pct",), "ncu's Occupancy section"),
+)
+
+
+def not_judged(rec: KernelRecord, tensor_work: str) -> tuple[str, ...]:
+    """The levers this report cannot decide, each with the figure it lacks and the capture that has it."""
+    out = [f"not judged: {what}: {' / '.join(needs)} not captured ({how})"
+           for what, needs, how in NOT_JUDGED if all(n in rec.unmeasured for n in needs)]
+    if tensor_work in ("uncounted", "unknown"):
+        out.append("not judged: tensor-core use and a cheaper precision (use-tensor-cores, lower-precision, "
+                   "quantise-operands): tensor FLOP not captured (sm__ops_path_tensor_src_*: kernelscope capture "
+                   "--set roofline)")
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,20 @@ its owner can pull."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..ceilings import DeviceCeilings
-from ..model import Assessment, KernelRecord, Limiter
+from ..model import Assessment, KernelRecord, Limiter, Provenance
 from ..serving import Serving
 from .categories import categorize
-from .judge import judge, judge_link, ramp_floor_ns
+from .derive import arch, tensor_unseen
+from .judge import judge, judge_link, judge_workload, ramp_floor_ns
 from .levers import levers
 from .ncu_verdicts import compare
 from .provenance import classify
 from .roofline import place
 from .roofs import candidates, link_unmeasured, nvlink_roof, unsettled
-from .rules import LIMITERS, PRECISION_STEP, Facts
+from .rules import LIMITERS, PRECISION_STEP, Facts, TensorWork, not_judged
 
 GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
 
@@ -57,6 +59,16 @@ def most_possible(rec: KernelRecord, dev: DeviceCeilings) -> dict[str, float]:
     return out
 
 
+def tensor_work(rec: KernelRecord) -> TensorWork:
+    """Whether the kernel ran tensor-core math, and whether the report counted it (rules.TensorWork)."""
+    if any(v for c, v in (rec.flops or {}).items() if c.startswith("tensor_")):
+        return "counted"
+    unseen = tensor_unseen(rec.metrics, rec.tensor_pipe_active_pct, rec.flops_missing, arch(rec.metrics))
+    if unseen is None:
+        return "none" if rec.flops is not None else "unknown"
+    return "uncounted" if unseen.startswith("tensor work not counted") else "unknown"
+
+
 def verdict_roof(a: Assessment) -> Limiter | None:
     """The roof the verdict stands on: the limiter, or for a latency-bound kernel (no roof reached)
     the nearest roof, so a row says how far it is from any. Provisional: the busiest unit."""
@@ -82,21 +94,31 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     roofs = candidates(rec, dev, p, provisional=why is not None)
     category = categorize(rec.name, rec.name_full)[0]
     communication = category == "NCCL"  # a collective is held to its link, not to this GPU's own roofs
-    if communication:
+    if rec.workload != "kernel":
+        j = judge_workload(rec)
+    elif communication:
         j = judge_link(rec, nvlink_roof(rec, dev), link_unmeasured(rec, dev))
     else:
         j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec.dram_bytes, dev.hw_key))
-    prov = classify(rec)
+    prov = classify(rec) if rec.workload == "kernel" else Provenance(
+        "user", f"CUDA {rec.workload}", False, f"a whole CUDA {rec.workload} (ncu --graph-profiling graph): the "
+        "program's graph of kernels, each of which has its own owner")
+    if serving is not None and serving.recognised:  # say what the engine's levers rest on
+        prov = replace(prov, evidence=f"{prov.evidence}; run under vLLM, recognised from {serving.recognised}")
     facts = Facts(
         rec=rec, bound=j.bound, provisional=j.provisional, limiter=j.limiter, runner_up=j.runner_up, prov=prov,
         top_stall=top, top_stall_pct=stalls.get(top) if top else None, tail_idle_pct=tail_idle_pct(rec.waves_per_sm),
         gemm_like=category in GEMM_CATEGORIES, attention_like=category == "attention/FMHA",
+        split_k_reduce=category == "GEMM split-K reduce", category=category,
         communication=communication,
         path_ratio=path_ratio(rec, dev), step=precision_step(rec, dev),
         hbm_pct=next((r.pct for r in roofs if r.kind == "hbm"), None), ridge=p.ridge_flops_per_byte,
-        serving=serving, hw_key=dev.hw_key,
+        serving=serving, hw_key=dev.hw_key, tensor_work=tensor_work(rec), device=dev,
+        evidence=j.evidence,
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
+    if rec.workload == "kernel" and not communication:
+        story += not_judged(rec, facts.tensor_work)
     return Assessment(
         record=rec,
         hw_key=dev.hw_key,
@@ -116,5 +138,5 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
         provenance=prov,
         ncu=compare(rec, j.bound, j.limiter, j.runner_up),
         limiters=story + p.notes,
-        next_levers=levers(facts),
+        next_levers=levers(facts) if rec.workload == "kernel" else (),
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import __version__, redact, serving
 from ..errors import KernelscopeError
 from ..ingest import read_file
+from ..ingest.ncu_rep import first_launch
 from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping, redacted
 from ..ncu.argv import capture_argv, import_argv, listing_argv
 from ..ncu.plan import CapturePlan, CaptureUnit
@@ -116,6 +117,13 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                    causes=tuple(d.cause for d in found), error=found[0].explanation if found else None), found
 
 
+def _recognised(stage: Path, records: list[CaptureRecord], ctx: Context) -> str | None:
+    """What in the captured reports (their kernels) or the pod (its image) says they are vLLM's."""
+    kernels = [k for r in records if r.report for k in first_launch(stage / r.report).kernels]
+    image = ctx.kubernetes.image if ctx.kubernetes is not None else None
+    return serving.recognise(kernels, image)
+
+
 def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context, timeout: float = 600.0,
         progress: Progress = lambda _: None) -> BundleManifest:
     """Capture every unit of the plan into the bundle `out`. Returns its manifest (whose `failed`
@@ -155,7 +163,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             analytic=ctx.analytic,
             kubernetes=ctx.kubernetes,
             commands_run=tuple(ctx.commands_run()),
-            context={**serving.context_of(plan.target), **ctx.user},  # what the user says wins
+            context={**serving.context_of(plan.target, _recognised(stage, records, ctx)), **ctx.user},  # the user wins
         ), secrets)
         for name, text in (ctx.extras() if ctx.extras else {}).items():
             (stage / name).write_text(text)

@@ -1,127 +1,86 @@
-"""Speed-of-light ceilings: the packaged datasheet file, a user's override, and device lookup."""
+"""Speed-of-light ceilings: the packaged datasheet file, a user's override, and the device a launch
+ran on. A device is found by its name in a datasheet entry (held against what its report's
+attributes derive), else its roofs are derived from those attributes (ceilings/derive.py), else, for
+an export that names no device, by its compute capability and SM count."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import CeilingsError, InputError, KernelscopeError
 from ..files import load_yaml, parse_packaged_yaml
 from ..model import in_range
+from .derive import DeviceFacts, architectures, checked, derive, fits, same_roofs, spec_of, unidentified
+from .model import PRECISION_CEILING, Arch, Ceiling, DeviceCeilings, LinkCeiling, PathRoof
+
+__all__ = ["PRECISION_CEILING", "Arch", "Ceiling", "CeilingsFile", "DeviceCeilings", "DeviceFacts", "LinkCeiling",
+           "PathRoof", "architectures", "described", "load"]
 
 PACKAGED = "sol-ceilings.yaml"
-
-# Which compute ceiling a precision class is held against.
-PRECISION_CEILING: dict[str, str] = {
-    "tensor_bf16": "bf16",
-    "tensor_fp16": "fp16",
-    "tensor_tf32": "tf32",
-    "tensor_fp8": "fp8",
-    "tensor_int8": "int8",
-    "tensor_fp64": "fp64_tensor",
-    "tensor_fp4": "fp4",
-    "fp64": "fp64",
-    "fp32": "fp32",
-    "fp16": "fp16_simt",
-}
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    key: str  # full key path, e.g. "h200-sxm.compute.bf16"
-    value: float | None  # TFLOP/s or TB/s; None: no sourced figure
-    source: str
-    clock_hz: float | None = None  # the clock the figure is computed at; None: not sourced
-    clock_source: str = ""
-
-    def at_clock(self, clock_hz: float | None) -> float | None:
-        """The figure scaled to the clock a kernel ran at (peaks are per-clock rates times the clock);
-        None when either clock is unknown."""
-        if self.value is None or self.clock_hz is None or clock_hz is None:
-            return None
-        return self.value * clock_hz / self.clock_hz
-
-
-@dataclass(frozen=True)
-class PathRoof:
-    """The share of the tensor peak one instruction path reaches (mma.sync vs wgmma on Hopper)."""
-
-    path: str
-    ratio: float | None  # None: not sourced
-    source: str
-
-
-@dataclass(frozen=True)
-class LinkCeiling:
-    """A GPU-to-GPU link's bandwidth (links.<name>): a rate of the link's own, held at no SM or DRAM
-    clock. `tbps` is both directions together when `bidirectional` (NVIDIA's "NVLink: 900GB/s"),
-    one direction's otherwise; a kernel's received plus sent bytes are held to both directions'."""
-
-    key: str  # e.g. "h200-sxm.links.nvlink"
-    tbps: float | None  # TB/s as the file gives it; None: no sourced figure
-    bidirectional: bool
-    source: str
-    direction_source: str = ""  # how it is known whether tbps counts both directions
-
-    @property
-    def both_ways_tbps(self) -> float | None:
-        return None if self.tbps is None else self.tbps if self.bidirectional else 2 * self.tbps
-
-    @property
-    def each_way_tbps(self) -> float | None:
-        return None if self.tbps is None else self.tbps / 2 if self.bidirectional else self.tbps
-
-
-@dataclass(frozen=True)
-class DeviceCeilings:
-    hw_key: str
-    name: str
-    origin: str  # the file the figures came from
-    match: tuple[str, ...]  # device names (as ncu reports them) that select this entry
-    memory: Ceiling
-    compute: Mapping[str, Ceiling]
-    tensor_paths: Mapping[str, PathRoof] = field(default_factory=dict)
-    links: Mapping[str, LinkCeiling] = field(default_factory=dict)
-
-    def link(self, name: str) -> LinkCeiling:
-        """A link's ceiling; one the file does not list is unknown, never 0."""
-        return self.links.get(name) or LinkCeiling(f"{self.hw_key}.links.{name}", None, True, "absent")
-
-    def for_precision(self, precision_class: str) -> Ceiling:
-        name = PRECISION_CEILING[precision_class]
-        return self.compute.get(name) or Ceiling(f"{self.hw_key}.compute.{name}", None, "absent")
-
-    def path_roof(self, path: str | None) -> PathRoof:
-        """A listed path's share of the peak; the datasheet peak is the fastest path's (wgmma,
-        tcgen05), so any other path, or an unknown one, is held to the whole peak."""
-        return self.tensor_paths.get(path or "") or PathRoof(path or "unknown", 1.0, "the datasheet peak")
 
 
 @dataclass(frozen=True)
 class CeilingsFile:
     origin: str
     devices: Mapping[str, DeviceCeilings]
+    _found: dict[tuple[str | None, str | None, DeviceFacts | None], DeviceCeilings] = field(
+        default_factory=dict, compare=False, repr=False)  # one lookup a device, not a launch
+    packaged: bool = False  # the packaged datasheet: its gaps are filled from the report (derive.checked)
 
-    def pick(self, device_name: str | None, hw_key: str | None = None) -> DeviceCeilings:
-        """`hw_key` wins; otherwise the entry whose `match` names the report's device exactly."""
+    def pick(self, device_name: str | None, hw_key: str | None = None,
+             facts: DeviceFacts | None = None) -> DeviceCeilings:
+        """`hw_key` wins; then the entry whose `match` names the report's device exactly; then, with
+        the report's device facts, roofs derived from them, or for an export that names no device the
+        entries its compute capability and SM count fit. Without facts an unknown device is an error."""
         if hw_key is not None and not isinstance(hw_key, str):
             raise CeilingsError(f"--hw: expected a ceilings key (text), got {type(hw_key).__name__}")
+        key = (device_name, hw_key, facts)
+        if key not in self._found:
+            self._found[key] = self._pick(device_name, hw_key, facts)
+        return self._found[key]
+
+    def _pick(self, device_name: str | None, hw_key: str | None, facts: DeviceFacts | None) -> DeviceCeilings:
         if hw_key:
             if hw_key not in self.devices:
                 known = ", ".join(sorted(self.devices))
                 raise CeilingsError(f"{self.origin}: no ceilings for --hw {hw_key} (known: {known})")
-            return self.devices[hw_key]
+            return self.devices[hw_key] if facts is None else checked(self.devices[hw_key], facts, self.packaged)
         wanted = str(device_name or "").strip().lower()
-        for dev in self.devices.values():
-            if wanted and wanted in {m.lower() for m in dev.match}:
-                return dev
-        raise CeilingsError(
-            f"{self.origin}: unknown device {device_name!r}; pass --hw KEY "
-            f"(one of {', '.join(sorted(self.devices))}) or --ceilings FILE"
-        )
+        named = next((d for d in self.devices.values() if wanted and wanted in {m.lower() for m in d.match}), None)
+        if named is not None:
+            return named if facts is None else checked(named, facts, self.packaged)
+        if facts is None:
+            raise CeilingsError(
+                f"{self.origin}: unknown device {device_name!r}; pass --hw KEY "
+                f"(one of {', '.join(sorted(self.devices))}) or --ceilings FILE")
+        if facts.name or facts.sm_clock_hz:
+            return derive(facts)
+        fitting = [d for d in self.devices.values() if fits(d, facts)]
+        clocked = [d for d in fitting if d.memory.clock_hz and facts.dram_clock_mhz]  # matched on the clock too
+        fitting = clocked or fitting
+        if fitting and all(same_roofs(fitting[0], d) for d in fitting[1:]):
+            also = [d.hw_key for d in fitting[1:]]
+            how = (f"the input names no device: {fitting[0].hw_key} fits its CC {facts.cc}"
+                   + (f", {facts.sms} SMs" if facts.sms else "")
+                   + (f" and {facts.dram_clock_mhz} MHz DRAM clock" if facts.dram_clock_mhz else "")
+                   + (f" (so do {', '.join(also)}, whose roofs agree within 3 %)" if also else ""))
+            return replace(checked(fitting[0], facts, self.packaged), notes=(how,), how="datasheet, matched by CC")
+        return unidentified(facts, [d.hw_key for d in fitting])
+
+
+def described(dev: DeviceCeilings, file: str) -> str:
+    """How a device's roofs were had, in a few words: the datasheet file, or derived from the report."""
+    if dev.how == "derived":
+        return "derived from the report's device attributes, not checked against a datasheet"
+    if dev.how == "unidentified":
+        return dev.notes[0] if dev.notes else "no ceilings"
+    said = f"{file}" + (", matched by compute capability" if dev.how == "datasheet, matched by CC" else "")
+    off = [n for n in dev.notes if "disagree" in n]
+    return said + (f"; {off[0]}" if off else "")
 
 
 def _number(value: Any, where: str, origin: str) -> float | None:
@@ -153,13 +112,16 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         raise InputError(origin, f"device {key!r} needs 'memory' and 'compute' maps")
     hbm = _map(_map(spec["memory"], f"{key}.memory", origin).get("hbm"), f"{key}.memory.hbm", origin)
     tbps = _number(hbm.get("tbps"), f"{key}.memory.hbm.tbps", origin)
-    if tbps is None:
-        raise InputError(origin, f"{key}.memory.hbm.tbps is required")
+    # boost_mhz: the clock a GeForce or workstation whitepaper computes every peak at, unless a peak says
+    boost = _number(spec.get("boost_mhz"), f"{key}.boost_mhz", origin)
+    at_boost = {} if boost is None else {"clock_mhz": boost, "clock_source": _text(
+        spec.get("boost_source"), f"{key}.boost_source", origin, f"{key}.boost_mhz: the entry's boost clock")}
     compute = {}
     for prec, entry in _map(spec["compute"] or {}, f"{key}.compute", origin).items():
         entry = _map(entry, f"{key}.compute.{prec}", origin)
         value = _number(entry.get("tflops"), f"{key}.compute.{prec}.tflops", origin)
-        compute[prec] = _ceiling(f"{key}.compute.{prec}", value, entry, origin)
+        compute[prec] = _ceiling(f"{key}.compute.{prec}", value, entry if "clock_mhz" in entry else
+                                 {**entry, **at_boost}, origin)
     paths = {}
     for path, entry in _map(spec.get("tensor_paths") or {}, f"{key}.tensor_paths", origin).items():
         entry = _map(entry, f"{key}.tensor_paths.{path}", origin)
@@ -170,6 +132,9 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
     match = spec.get("match") or []
     if not isinstance(match, list):
         raise InputError(origin, f"{key}.match must be a list of device names, got {type(match).__name__}")
+    sms = spec.get("sms")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or not 0 < sms < 1 << 20):
+        raise InputError(origin, f"{key}.sms must be a whole number of SMs, got {sms!r:.80}")
     return DeviceCeilings(
         hw_key=key,
         name=_text(spec.get("name"), f"{key}.name", origin, key),
@@ -179,7 +144,23 @@ def _device(key: str, spec: Any, origin: str) -> DeviceCeilings:
         compute=compute,
         tensor_paths=paths,
         links=links,
+        cc=None if spec.get("cc") is None else spec_of(spec["cc"]),
+        sms=sms,
+        notes=_fp32_accumulate(key, spec.get("fp32_accumulate"), origin),
     )
+
+
+def _fp32_accumulate(key: str, spec: Any, origin: str) -> tuple[str, ...]:
+    """A GeForce entry's half-rate figures for tensor math that accumulates in fp32, as a note."""
+    if spec is None:
+        return ()
+    spec = _map(spec, f"{key}.fp32_accumulate", origin)
+    figures = [f"{p} {v:g} TFLOP/s" for p in ("fp16", "fp8")
+               if (v := _number(spec.get(p), f"{key}.fp32_accumulate.{p}", origin)) is not None]
+    if not figures:
+        return ()
+    return (f"GeForce: tensor math that accumulates in fp32 runs at half the fp16/fp8 roofs ({', '.join(figures)}; "
+            f"{_text(spec.get('source'), f'{key}.fp32_accumulate.source', origin)})",)
 
 
 def _link(key: str, entry: Any, origin: str) -> LinkCeiling:
@@ -211,4 +192,5 @@ def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
         doc = load_yaml(Path(path), "ceilings file")
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), dict) or not doc["devices"]:
         raise InputError(origin, "ceilings file needs a non-empty 'devices' map")
-    return CeilingsFile(origin, {str(k): _device(str(k), v, origin) for k, v in doc["devices"].items()})
+    return CeilingsFile(origin, {str(k): _device(str(k), v, origin) for k, v in doc["devices"].items()},
+                        packaged=path is None)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import manifest as bundle_manifest_file
-from .. import redact
+from .. import redact, serving
 from ..errors import InputError, KernelscopeError
 from ..files import MAX_INPUT_BYTES, open_input
 from ..manifest import BundleManifest, GpuFacts, NcuFacts, ReportManifest
@@ -137,7 +137,8 @@ def report_manifest(path: Path) -> ReportManifest | None:
         metric_set=metric_sets.recognise(launch.sections, launch.metrics), sections=launch.sections,
         ncu_command=tuple(redact.argv(list(command.argv))), target=tuple(redact.argv(list(command.target))),
         processes=recorded.processes, host=recorded.host, clock_control=command.value("--clock-control"),
-        clocks_hz=launch.clocks_hz, created_at=recorded.created_at)
+        clocks_hz=launch.clocks_hz, created_at=recorded.created_at,
+        engine_evidence=serving.recognise(launch.kernels, None, recorded.processes))
 
 
 def read_file(path: Path) -> list[RawKernel]:

@@ -18,6 +18,7 @@ import csv
 import functools
 import io
 import itertools
+import re
 from collections.abc import Iterator, Sequence
 from itertools import compress
 from operator import itemgetter, mul
@@ -55,9 +56,15 @@ DETAILS_LABELS: dict[tuple[str, str], str] = {
     (LAUNCH, "Dynamic Shared Memory Per Block"): C.SMEM_DYNAMIC,
     (LAUNCH, "Driver Shared Memory Per Block"): C.SMEM_DRIVER,
     (LAUNCH, "Waves Per SM"): C.WAVES,
+    (LAUNCH, "# SMs"): C.SM_COUNT,
 }
 DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
 
+
+# ncu's own log lines (`==PROF== Connected to process ...`, `==WARNING==`, `==ERROR==`): `ncu --csv`
+# prints them to the same stdout as the export, so a saved capture holds them around its rows. ncu
+# quotes every CSV field, so no record of an export starts like one.
+NCU_LOG = re.compile(r"==[A-Z]+==")
 
 FIELD_LIMIT = csv.field_size_limit()  # a longer line may hold a longer field: the csv module refuses it
 LINE_LIMIT = 16 << 20  # characters of one line or record, its end included: ~400x a full raw export's row
@@ -94,7 +101,8 @@ class NotSimple(Exception):
 
 def records(stream: TextIO, source: str, first_line: int = 1,
             strict: bool = False) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of every non-empty CSV record; `strict`: each line alone, or NotSimple.
+    """(line number, fields) of every non-empty CSV record, ncu's log lines passed over; `strict`:
+    each line alone, or NotSimple.
     A file cut short is refused, never read as a shorter row: ncu quotes every field and ends every
     line, so a last line that ends inside a quoted field, or without a line end after an unquoted
     one (`"1.5","2` or `"1.5",`), was cut."""
@@ -108,7 +116,7 @@ def records(stream: TextIO, source: str, first_line: int = 1,
         if line[:1] == "\ufeff":  # a BOM past the file's start: a second file's (`cat a.csv b.csv`)
             line = line[1:]
         body = line.rstrip("\r\n")
-        if not body:
+        if not body or NCU_LOG.match(body):
             continue
         if 1 < len(body) <= FIELD_LIMIT and body[0] == '"' and body[-1] == '"':
             fields = body[1:-1].split('","')
@@ -289,7 +297,7 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
     if missing:
         raise InputError(source, f"details CSV lacks the column(s) {', '.join(missing)}")
     launch_at, name_at, section_at, label_at, unit_at, value_at = (header.index(c) for c in needed)
-    grid_at, block_at = _column(header, "Grid Size"), _column(header, "Block Size")
+    grid_at, block_at, cc_at = (_column(header, c) for c in ("Grid Size", "Block Size", "CC"))
     who = itemgetter(*(header.index(c) for c in IDENTITY if c in header))
     shortest = max(launch_at, name_at, section_at, label_at, unit_at, value_at) + 1
     done: dict[str, int] = {}  # launch ID -> the line its rows started at
@@ -303,7 +311,7 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
         if first is None or row[launch_at] != first[1][launch_at]:
             if first is not None:
                 yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
-                                _field(first[1], block_at), "", metrics, wrong)
+                                _field(first[1], block_at), "", _with_cc(metrics, _field(first[1], cc_at)), wrong)
                 done[first[1][launch_at]] = first[0]
             first, metrics, given, wrong = _launch_start(source, line, row, launch_at, done), {}, set(), []
         elif who(row) != who(first[1]):
@@ -330,7 +338,17 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
                     wrong.append(name)
     if first is not None:
         yield _identity(source, first[1][name_at], first[1][launch_at], _field(first[1], grid_at),
-                        _field(first[1], block_at), "", metrics, wrong)
+                        _field(first[1], block_at), "", _with_cc(metrics, _field(first[1], cc_at)), wrong)
+
+
+def _with_cc(metrics: dict[str, float], cc: str) -> dict[str, float]:
+    """The details page's "CC" column ("9.0") as the compute-capability attributes a report holds:
+    with the "# SMs" row, what tells the device of an export that names none (ceilings/derive.py)."""
+    major, dot, minor = cc.partition(".")
+    if dot and major.isdigit() and minor.isdigit() and len(cc) <= 6:
+        metrics.setdefault(C.COMPUTE_CAPABILITY, float(major))
+        metrics.setdefault(C.CC_MINOR, float(minor))
+    return metrics
 
 
 def _launch_start(source: str, line: int, row: list[str], launch_at: int, done: dict[str, int]

@@ -14,8 +14,10 @@ is a shorter report that no reader can tell from a shorter capture. Every other 
   the report's launches, without complaint);
 - a block whose payload does not hold the entries its header counts (ncu_report aborts the whole
   process on one that counts more);
-- launches without ncu's session details, which it writes after the first launch and ends with its
-  own command line: cut before ncu finished writing the first launch;
+- launches without ncu's session details: ncu 2020.3 to 2026.2 write them after the first launch
+  (the target system's details, then, from about 2021, its own command line), the GUI before it, so
+  a report whose launches come with no target-system details was cut before ncu finished writing
+  the first launch (a report with no command line is whole: ncu 2020-2022.1 and the GUI record none);
 - a last block holding a kernel's code without the launch that needs it, which ncu writes next.
 A report in a bundle is also checked against the sha256 its manifest recorded (ingest/__init__.py).
 """
@@ -23,6 +25,7 @@ A report in a bundle is also checked against the sha256 its manifest recorded (i
 from __future__ import annotations
 
 import io
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,9 +38,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 SOURCES, RESULTS, SESSION, PAYLOAD, PROCESS = 1, 2, 3, 5, 6  # BlockHeader fields
 OTHER_RESULTS = (7, 8, 9)  # range, command list and graph results
-COMMAND_LINE = 11  # ReportSessionDetails.ProfilerCmdline: the session detail ncu writes last
+TARGET_SYSTEM, COMMAND_LINE = 4, 11  # ReportSessionDetails: TargetSystemInfo (every version), ProfilerCmdline
 HEADER_LIMIT = 64 << 20  # a block header holds counts and a string table of metric names: a few KB
 CUT = "truncated or corrupt .ncu-rep"
+LOG_LINE = re.compile(rb"==[A-Z]+==")  # ncu's log lines (==PROF==, ==WARNING==) as `ncu --csv` prints them
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class Block:
     sources: int
     results: int
     other_results: int
-    command_line: bool  # its session details hold ncu's command line
+    whole_session: bool  # its session details hold what ncu writes once the first launch is whole
     session: bytes = b""  # its ReportSessionDetails, as stored (ingest/session.py reads them)
     process: bytes = b""  # its ProcessInfo: the process whose launches the block holds
 
@@ -125,7 +129,8 @@ def blocks(fh: BinaryIO, shown: str) -> Iterator[Block]:
             for field, value in message_fields(fh.read(header_size)):
                 header.setdefault(field, value)
             session = header.get(SESSION, b"")
-            command_line = isinstance(session, bytes) and any(n == COMMAND_LINE for n, _ in message_fields(session))
+            whole_session = isinstance(session, bytes) and any(
+                n in (TARGET_SYSTEM, COMMAND_LINE) for n, _ in message_fields(session))
         except (IndexError, ValueError, KeyError):
             raise InputError(shown, f"{CUT} (block {number} has no readable header)") from None
         counts = {n: v if isinstance(v, int) else 0 for n, v in header.items()}
@@ -134,7 +139,7 @@ def blocks(fh: BinaryIO, shown: str) -> Iterator[Block]:
             raise InputError(shown, f"{CUT} (block {number} runs past the end of the file)")
         process = header.get(PROCESS, b"")
         block = Block(pos, counts.get(SOURCES, 0), counts.get(RESULTS, 0),
-                      sum(counts.get(n, 0) for n in OTHER_RESULTS), command_line,
+                      sum(counts.get(n, 0) for n in OTHER_RESULTS), whole_session,
                       session if isinstance(session, bytes) else b"", process if isinstance(process, bytes) else b"")
         entries = block.sources + block.results
         if not block.other_results and not _fills(fh, start, pos, entries):  # ncu_report aborts on a misfit
@@ -146,15 +151,15 @@ def check_ncu_rep_framing(fh: BinaryIO, shown: str) -> Framing:
     """Refuse a report that is not whole (see the module's docstring); returns the launches and
     other results its blocks declare."""
     results = other = 0
-    command_line = False
+    whole_session = False
     last: Block | None = None
     for last in blocks(fh, shown):
         results += last.results
         other += last.other_results
-        command_line = command_line or last.command_line
+        whole_session = whole_session or last.whole_session
     if last is None:
         raise InputError(shown, f"{CUT} (it holds no blocks)")
-    if results + other and not command_line:
+    if results + other and not whole_session:
         raise InputError(shown, f"{CUT} (it holds launches but not the session details ncu writes after the "
                                 "first one: the file was cut short)")
     if last.sources and not last.results and not last.other_results:
@@ -170,6 +175,8 @@ def sniff(head: bytes) -> str:
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    while LOG_LINE.match(text) and b"\n" in text:  # `ncu --csv` stdout: its log lines before the export
+        text = text.split(b"\n", 1)[1].lstrip()
     if text.startswith(b'"') or b"," in text.split(b"\n", 1)[0]:
         return "csv"
     return "unknown"

@@ -74,6 +74,9 @@ def short_name(name: str) -> str:
 # Entry points that wrap the real kernel as a template argument: CUTLASS 3's `device_kernel<Op>`, its
 # `enable_sm90_or_later<Op>` guards, CUTLASS 2's `Kernel<Op>`/`Kernel2<Op>`.
 WRAPPERS = re.compile(r"^(device_kernel|Kernel2?|enable_sm\d+\w*)$")
+# A member type that names no kernel by itself: vLLM's `cutlass_3x_gemm_sm90_fp8<...>::GemmKernel` is shown
+# by the template that owns it
+MEMBERS = frozenset({"GemmKernel", "Kernel", "KernelType", "Operator", "type"})
 
 
 def _template_args(text: str, name: str) -> list[str]:
@@ -103,5 +106,15 @@ def kernel_name(full: str, function: str | None = None) -> str:
         if not args:
             return base
         text = args[0]
-        name = short_name(text)
+        name = _owner(text)
     return base
+
+
+def _owner(text: str) -> str:
+    """The kernel a template argument names: its base name, or for a member type (`X<...>::GemmKernel`)
+    its owner's (`X`)."""
+    name = short_name(text)
+    parts = _top_level_split(_without_parameters(text.strip()), "::")
+    if name in MEMBERS and len(parts) >= 2:
+        return short_name(parts[-2]) or name
+    return name

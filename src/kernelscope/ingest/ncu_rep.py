@@ -12,7 +12,7 @@ from typing import Any
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, MAX_MEM_CLOCK_KHZ, MAX_SM_CLOCK_KHZ, NUMERIC
 from ..errors import InputError
 from ..files import open_input
-from ..model import RawKernel, RuleResult, in_range
+from ..model import RawKernel, RuleResult, Workload, in_range
 from .detect import check_ncu_rep_framing
 from .names import kernel_name
 from .units import unit_factor, unknown
@@ -181,6 +181,9 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
     ncu_report = _ncu_report()
     reader = _Metrics(ncu_report, shown)
     function, demangled = ncu_report.IAction.NameBase_FUNCTION, ncu_report.IAction.NameBase_DEMANGLED
+    kinds = ncu_report.IAction
+    workloads: dict[int, Workload] = {kinds.WorkloadType_GRAPH: "graph", kinds.WorkloadType_RANGE: "range",
+                                      kinds.WorkloadType_CMDLIST: "cmdlist"}
     with _loaded(path, shown) as context:
         if sized is not None:
             sized(_count(context))
@@ -208,6 +211,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                     rules=rules(action),
                     out_of_range=out_of_range,
                     code_file=code_file(action),
+                    workload=workloads.get(action.workload_type(), "kernel"),
                 )
             first += count
 
@@ -221,6 +225,12 @@ class FirstLaunch:
     metrics: frozenset[str] = frozenset()
     device: str | None = None
     clocks_hz: Mapping[str, float] = field(default_factory=dict)  # the device's maximum clocks
+    kernels: tuple[str, ...] = ()  # every launch's demangled name, once each: whose kernels they are
+
+
+# launches whose names are read for whose kernels they are: each costs about 1 ms through the module, and an
+# engine's own kernels (vLLM's vllm:: ones run every layer) show within the first few hundred
+KERNELS_NAMED = 256
 
 
 def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
@@ -235,6 +245,14 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
         metrics, _ = _Metrics(_ncu_report(), shown).read(action)  # as every launch's: kinds, units, range
         clocks = {key: 1e3 * metrics[name] for key, name in CLOCK_ATTRIBUTES.items() if name in metrics}
         device = action.metric_by_name(DEVICE_NAME)
+        demangled = _ncu_report().IAction.NameBase_DEMANGLED
+        names: dict[str, None] = {}
+        seen = 0
+        for r in range(context.num_ranges()):
+            found = context.range_by_idx(r)
+            for i in range(min(found.num_actions(), KERNELS_NAMED - seen)):
+                names.setdefault(text(found.action_by_idx(i).name(demangled))[:4096])
+                seen += 1
         return FirstLaunch(tuple(text(s.identifier()) for s in action.sections()),
                            frozenset(text(n) for n in action.metric_names()),
-                           None if device is None else text(device.value()), clocks)
+                           None if device is None else text(device.value()), clocks, tuple(names))

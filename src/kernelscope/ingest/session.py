@@ -42,7 +42,8 @@ class Session:
 
 
 def _text(value: int | bytes) -> str | None:
-    return value.decode("utf-8", "replace") or None if isinstance(value, bytes) else None
+    """A recorded string as text; the NUL a Windows capture ends its process name with is dropped."""
+    return value.decode("utf-8", "replace").rstrip("\x00") or None if isinstance(value, bytes) else None
 
 
 def _fields(data: bytes) -> dict[int, list[int | bytes]]:

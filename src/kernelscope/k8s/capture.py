@@ -24,7 +24,7 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import context_of, is_vllm, with_options, words
+from ..serving import context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect, parse_target
 from .kubectl import Kube, Step, check_name, ref
@@ -190,7 +190,8 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
             if req.dry_run:
                 _dry_run(plan, transport, ncu, say)
             else:
-                user = {**context_of(serving or [*ins.command, *ins.args]), **req.context}  # the user's words win
+                user = {**context_of(serving or [*ins.command, *ins.args], recognise((), ins.image)),
+                        **req.context}  # the user's words win
                 ctx = engine.Context(command=req.command, ncu=NcuFacts(ncu, "in pod"), kubernetes=kctx, user=user,
                                      app_cuda=ins.app_cuda, commands_run=kube.log, extras=transport.extra_files,
                                      secrets=transport.secrets)

@@ -2,9 +2,11 @@
 options, and the program it ran with that program's arguments.
 
 ncu records its argv joined by spaces, unquoted, so a word holding a space reads as two: that is
-what the report keeps. Which options take a value is ncu's own `--help` (2025.3.1: an option
-listed without `arg` is a flag; tests/test_report_context.py checks these tables against the saved
-help text), so the first word that is neither an option nor an option's value is the program.
+what the report keeps. On Windows the binary itself comes quoted (`"C:\\Program Files\\...\\ncu.exe"
+--set full ...`): a first word in double quotes is read whole, its backslashes as written.
+Which options take a value is ncu's own `--help` (2025.3.1: an option listed without `arg` is a
+flag; tests/test_report_context.py checks these tables against the saved help text), so the first
+word that is neither an option nor an option's value is the program.
 """
 
 from __future__ import annotations
@@ -33,8 +35,17 @@ class NcuCommand:
         return next((v for n, v in reversed(self.options) if n == name), None)
 
 
+def _words(line: str) -> list[str]:
+    """The recorded line's words: a quoted first word (a Windows binary path) whole, the rest split."""
+    text = line.strip()
+    if text.startswith('"') and '"' in text[1:]:
+        end = text.index('"', 1)
+        return [text[1:end], *text[end + 1:].split()]
+    return text.split()
+
+
 def parse(line: str) -> NcuCommand:
-    words = line.split()
+    words = _words(line)
     if not words:
         return NcuCommand((), (), ())
     options: list[tuple[str, str | None]] = []

@@ -61,6 +61,17 @@ NCU_SETS: dict[str, frozenset[str]] = {
     "nvlink": frozenset({"Nvlink", "Nvlink_Tables", "Nvlink_Topology"}),
     "pmsampling": frozenset({"PmSampling", "PmSampling_WarpStates"}),
 }
+# ncu's sets held other sections in other versions and on other chips (2020.3's full had Nvlink and no
+# NumaAffinity, 2022.4's detailed had the warp-state and scheduler sections, Turing and Ampere reports of
+# 2024's full lack the hierarchical roofline charts, 2022's default set was LaunchStats, Occupancy and
+# SpeedOfLight): a report that matches no set exactly is named by the sections only a set of that
+# depth holds, deepest first (reports in ../shared/reports-public, ncu 2020.3-2026.2)
+_SIGNATURES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("full", frozenset({"WarpStateStats", "SchedulerStats", "InstructionStats", "MemoryWorkloadAnalysis_Tables"})),
+    ("detailed", frozenset({"ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "SourceCounters"})),
+    ("ncu-roofline", frozenset({"SpeedOfLight", *_SOL_CHARTS})),
+    ("basic", frozenset({"LaunchStats", "Occupancy", "SpeedOfLight"})),
+)
 METRICS_SECTION = "section0"  # the section ncu makes of a `--metrics` list
 # what makes our roofline list a roofline: its work and traffic counters (the list grows; a report
 # captured before a counter joined it still holds these)
@@ -72,12 +83,14 @@ CUSTOM = "custom"
 
 def recognise(report_sections: tuple[str, ...], metrics: frozenset[str]) -> str:
     """The set a report's launch was captured with, named from what it holds: one of ncu's sets
-    when its sections are exactly that set's and no `--metrics` list came with them; our roofline
+    when its sections are exactly that set's, or hold what only that set holds in any version
+    (_SIGNATURES), and no `--metrics` list came with them; our roofline
     list and its add-ons (`roofline+stalls+sol`) when its sections are theirs and its `--metrics`
     hold the list's work and traffic counters (and the stall counters, for stalls); else custom."""
     named = frozenset(report_sections) - {METRICS_SECTION}
     if METRICS_SECTION not in report_sections:
-        return next((name for name, wanted in NCU_SETS.items() if named == wanted), CUSTOM)
+        exact = next((name for name, wanted in NCU_SETS.items() if named == wanted), None)
+        return exact or next((name for name, needs in _SIGNATURES if needs <= named), CUSTOM)
     if not ROOFLINE_CORE <= metrics:
         return CUSTOM
     addons = [a for a in ADDON_NAMES if ADDONS[a].metrics and set(ADDONS[a].metrics) <= metrics]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
+from ..analysis.verdict import verdict_roof
 from ..columns import value
 from ..manifest import Recorded
 from ..model import Assessment
@@ -81,6 +82,7 @@ class KernelDiff:
     changes: Mapping[str, Change]
     failed: tuple[str, ...]  # the gates this kernel failed
     unevaluated: tuple[tuple[str, str], ...]  # (gate, why) for each gate that could not be evaluated
+    basis: tuple[str, ...] = ()  # how a clock-dependent figure was put on one footing for both sides
 
     def moved(self, name: str) -> bool:
         pct = self.changes[name].pct
@@ -146,12 +148,33 @@ def _why(c: Change) -> str:
     return "unmeasured on both sides" if len(lacking) == 2 else f"unmeasured in the {lacking[0]}"
 
 
-def _verdicts(gates: Sequence[Gate], changes: Mapping[str, Change]
+def _verdicts(gates: Sequence[Gate], changes: Mapping[str, Change], footing: Sequence[str] = ()
               ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """(the gates crossed, (gate, why) for each not evaluated)."""
     out = [(g, g.fails(changes[g.figure])) for g in gates]
+    apart = next((f for f in footing if f.startswith("pct_sol not compared")), None)
     return (tuple(g.text for g, v in out if v),
-            tuple((g.text, _why(changes[g.figure])) for g, v in out if v is None))
+            tuple((g.text, apart if apart and g.figure == "pct_sol" else _why(changes[g.figure]))
+                  for g, v in out if v is None))
+
+
+def on_one_clock(b: KernelGroup, c: KernelGroup, changes: dict[str, Change]) -> tuple[str, ...]:
+    """`pct_sol` is a roof read at the clock a kernel ran at, or at the datasheet's where its clock was
+    not collected: two sides on different footing are compared at the datasheet clock (both hold that
+    figure), or said not to be comparable, never compared as they are."""
+    if "pct_sol" not in changes:
+        return ()
+    rb, rc = verdict_roof(b.representative), verdict_roof(c.representative)
+    if rb is None or rc is None or (rb.clock_hz is None) == (rc.clock_hz is None):
+        return ()
+    measured = SIDES[0] if rb.clock_hz is not None else SIDES[1]
+    said = f"the {measured}'s roof is held at its measured clock, the other's at the datasheet clock (its clock " \
+           "not collected)"
+    if rb.key == rc.key and rb.pct_datasheet is not None and rc.pct_datasheet is not None:
+        changes["pct_sol"] = Change(rb.pct_datasheet, rc.pct_datasheet)
+        return (f"pct_sol compared at the datasheet clock: {said}",)
+    changes["pct_sol"] = Change(None, None)
+    return (f"pct_sol not compared: {said}, and no datasheet-clock figure stands for both",)
 
 
 def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Sequence[Gate] = (),
@@ -168,7 +191,8 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
     out = []
     for rank, (b, c, how) in enumerate(pairs, 1):
         changes = {n: Change(figure(b, n), figure(c, n)) for n in names}
-        failed, unevaluated = _verdicts(gates, changes) if b and c else ((), ())
+        footing = on_one_clock(b, c, changes) if b and c else ()
+        failed, unevaluated = _verdicts(gates, changes, footing) if b and c else ((), ())
         if b and c:
             ub, uc = _unmeasured(b), _unmeasured(c)
             lacks[0].update(ub - uc)
@@ -176,7 +200,7 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
         either = b if b is not None else c
         assert either is not None
         out.append(KernelDiff(rank, label[either.name_full], None if c is None else label[c.name_full], how, b, c,
-                              changes, failed, unevaluated))
+                              changes, failed, unevaluated, footing))
     total, basis = summed([(b, c) for b, c, _ in pairs])
     timed = [(g, g.fails(total)) for g in gates if g.figure == "duration_ns"]
     return Comparison(tuple(out), tuple(gates), tuple(context_mismatches), metric_sets,
@@ -291,6 +315,7 @@ def table(cmp: Comparison, title: str) -> Table:
     notes += [n for n in (coverage(cmp),) if n]
     notes += [f"#{k.rank} paired by base name: {k.name} (baseline) with {k.cand_name} (candidate)"
               for k in cmp.kernels if k.matched == "base name"]
+    notes += [f"#{k.rank} {k.name}: {line}" for k in cmp.kernels for line in k.basis]
     notes += [f"#{k.rank} {k.name}: {', '.join(k.failed)}" for k in cmp.failed]
     notes += [f"#{k.rank} {k.name}: not evaluated: {', '.join(f'{t} ({why})' for t, why in k.unevaluated)}"
               for k in cmp.unevaluated]
@@ -328,7 +353,7 @@ def document(cmp: Comparison, baseline: str, candidate: str) -> dict[str, Any]:
                                   "failed_gates": list(cmp.total_failed),
                                   "unevaluated_gates": list(cmp.total_unevaluated)},
         "kernels": [{"kernel": k.name, "candidate_kernel": k.cand_name, "matched_by": k.matched, "status": k.status,
-                     "failed_gates": list(k.failed),
+                     "failed_gates": list(k.failed), "basis": list(k.basis),
                      "unevaluated_gates": [{"gate": t, "why": why} for t, why in k.unevaluated],
                      "launches": [len(k.base.launches) if k.base else 0, len(k.cand.launches) if k.cand else 0],
                      "figures": {n: {"unit": UNITS[n], "baseline": c.base, "candidate": c.cand, "change": c.delta,

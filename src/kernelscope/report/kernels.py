@@ -217,12 +217,20 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
 
 def bound_notes(rows: Sequence[Ranked]) -> list[str]:
     """What the table's bound column cannot say by itself: which kernels are provisional or
-    unmeasured, and why (no FLOP/byte counters, so no %SoL)."""
+    unmeasured, and why (what their reports lack), one line a reason."""
     out = []
     for label, which in (("provisional (bound?)", "provisional"), ("unmeasured", "unmeasured")):
-        ranks = [f"#{r.rank}" for r in rows if (r.lead.provisional if which == "provisional"
-                                                else r.lead.bound == "unmeasured")]
-        if ranks:
-            out.append(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: no FLOP/byte "
-                       "counters, so no %SoL (capture with --set roofline); --details says which")
+        reasons: dict[str, list[str]] = {}
+        for r in rows:
+            if r.lead.provisional if which == "provisional" else r.lead.bound == "unmeasured":
+                reasons.setdefault(unsettled_why(r.lead), []).append(f"#{r.rank}")
+        for why, ranks in reasons.items():
+            out.append(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: {why}, so no "
+                       "%SoL; --details says what would settle it")
     return out
+
+
+def unsettled_why(a: Assessment) -> str:
+    """Why a provisional or unmeasured kernel has no roofline verdict, as its evidence says."""
+    said = next((e.removeprefix("provisional: ") for e in a.evidence if e.startswith("provisional: ")), None)
+    return said or a.limiter.reading.removeprefix("unmeasured: ").split(", no roofline verdict")[0]

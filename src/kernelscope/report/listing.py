@@ -3,43 +3,53 @@ results. Built on the one table model, so every `--format` prints them the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..ceilings import CeilingsFile
+from ..ceilings import Arch, DeviceCeilings
 from .table import NAME, Col, Table
 
 
-def ceilings_rows(cf: CeilingsFile) -> list[dict[str, Any]]:
+def ceilings_rows(devices: Iterable[DeviceCeilings], archs: Iterable[Arch] = ()) -> list[dict[str, Any]]:
     """One a ceiling: its key (what outputs cite), value with unit, the clock the figure is computed
     at (verdicts scale a peak to the clock the kernel ran at; None: not sourced, the figure is used
-    as it is) and that clock's source, the devices it is for, and the figure's source. A link's
-    figure has no clock (its rate is its own); its unit says which directions it counts (rx+tx: both)."""
+    as it is) and that clock's source, the devices it is for, how it was had (a datasheet entry, or
+    derived from a report's attributes), the figure's source and, for a datasheet figure held against
+    a report, what the report's attributes derive. A link's figure has no clock (its rate is its
+    own); its unit says which directions it counts (rx+tx: both). Then each architecture's rates a
+    SM a clock: what any GPU of it no entry names is derived from."""
     rows = []
-    for dev in cf.devices.values():
+    for dev in devices:
         match = ", ".join(dev.match) or "(only with --hw)"
         peaks = [("TB/s", dev.memory)]
         peaks += [("TOP/s" if name == "int8" else "TFLOP/s", c) for name, c in dev.compute.items()]
         rows += [{"key": c.key, "value": c.value, "unit": unit,
                   "clock_mhz": None if c.clock_hz is None else c.clock_hz / 1e6,
-                  "clock_source": c.clock_source or None, "devices": match, "source": c.source or None}
+                  "clock_source": c.clock_source or None, "devices": match, "how": dev.how,
+                  "source": c.source or None, "check": c.check or None}
                  for unit, c in peaks]
         rows += [{"key": link.key, "value": link.tbps,
                   "unit": "TB/s rx+tx" if link.bidirectional else "TB/s each way",
-                  "clock_mhz": None, "clock_source": None, "devices": match,
-                  "source": "; ".join(x for x in (link.source, link.direction_source) if x) or None}
+                  "clock_mhz": None, "clock_source": None, "devices": match, "how": dev.how,
+                  "source": "; ".join(x for x in (link.source, link.direction_source) if x) or None, "check": None}
                  for link in dev.links.values()]
+    for arch in archs:
+        rows += [{"key": f"sm_{arch.cc.replace('.', '')}.per_sm_clock.{prec}", "value": rate,
+                  "unit": "OP/clk/SM" if prec == "int8" else "FLOP/clk/SM", "clock_mhz": None, "clock_source": None,
+                  "devices": f"any CC {arch.cc} GPU ({arch.name} {arch.chip}) no entry names", "how": "architecture",
+                  "source": arch.source, "check": None}
+                 for prec, rate in arch.per_sm_clock.items()]
     return rows
 
 
-def ceilings_table(cf: CeilingsFile) -> Table:
+def ceilings_table(rows: list[dict[str, Any]], title: str) -> Table:
     """ceilings_rows as a table, without the clocks' sources (the JSON document holds them)."""
     cols = (Col("key", "key", code=True), Col("value", "value", lambda v: f"{v:g}", right=True),
-            Col("unit", "unit"), Col("clock_mhz", "clock MHz", lambda v: f"{v:g}", right=True, drop=3),
-            Col("devices", "selected by device name", drop=2), Col("source", "source", elide=NAME, drop=1))
-    rows = [[row[c.key] for c in cols] for row in ceilings_rows(cf)]
-    return Table(cols, rows, f"ceilings in {cf.origin} (—: not sourced; a peak with a clock is scaled to the clock "
-                             "each kernel ran at)")
+            Col("unit", "unit"), Col("clock_mhz", "clock MHz", lambda v: f"{v:.0f}", right=True, drop=3),
+            Col("devices", "selected by device name", drop=2), Col("source", "source", elide=NAME, drop=1),
+            Col("check", "derived from the report", elide=NAME, drop=4))
+    return Table(cols, [[row[c.key] for c in cols] for row in rows],
+                 f"{title} (—: not sourced; a peak with a clock is scaled to the clock each kernel ran at)")
 
 
 def check_table(cells: int, failures: Sequence[str], notes: Sequence[str]) -> Table:

@@ -20,7 +20,7 @@ from ..analysis.categories import categorize
 from ..analysis.roofline import place
 from ..analysis.roofs import flop_peak, hbm_peak
 from ..analysis.verdict import roof_pct, verdict_roof
-from ..ceilings import CeilingsFile, DeviceCeilings
+from ..ceilings import CeilingsFile, DeviceCeilings, DeviceFacts
 from ..errors import KernelscopeError
 from ..model import KernelRecord
 from .kernels import Ranked, origin_labels, roof_name, total_time
@@ -188,7 +188,7 @@ def build(rows: Sequence[Ranked], table: CeilingsFile, hw: str | None = None,
     if not rows:
         raise KernelscopeError("no kernels to draw")
     first = rows[0].lead
-    dev = table.pick(first.record.device, hw or first.hw_key)
+    dev = table.pick(first.record.device, hw, DeviceFacts.of(first.record.device, first.record.metrics))
     named = origins(rows, labels)
     per_launch = len({(r.group.source, r.group.name_full) for r in rows}) < len(rows)
     total_ns = total_time(rows)

@@ -52,7 +52,7 @@ def detail_lines(r: Ranked, source: str, width: int | None) -> list[str]:
     lines = [a.verdict, *(f"{label}: {text}" for label, text in kernels.judgement(a))]
     roof = (f"compute ceiling {a.compute_ceiling_key} = {_n(a.compute_ceiling_tflops, 'g')} TFLOP/s, "
             if a.compute_ceiling_key else "")
-    lines.append(f"{roof}memory ceiling {a.memory_ceiling_key} = {a.memory_ceiling_tbps:g} TB/s"
+    lines.append(f"{roof}memory ceiling {a.memory_ceiling_key} = {_n(a.memory_ceiling_tbps, 'g')} TB/s"
                  + (f", ridge {a.ridge_flops_per_byte:.0f} FLOP/B" if a.ridge_flops_per_byte else ""))
     if a.achievable:
         ach = a.achievable
