@@ -271,7 +271,7 @@ def test_a_bare_vllm_report_is_read_as_vllms(fx: Path) -> None:
     assert not any("cuda-graph" in r or "vllm-cuda-graphs" in r for r in rules.values())
     levers = {(a.record.name, lv.rule): lv for a in items for lv in a.next_levers}
     batch = levers[("nvjet_sm90_tst_128x16_64x11_2x1_v_bz_TNT", "batch-rows")].action
-    assert "--max-num-seqs (as your script sets it)" in batch and "1024" not in batch
+    assert "--max-num-seqs (not on its command line: set in its script, if at all)" in batch and "1024" not in batch
     combine = levers[("FlashAttnFwdCombine", "fuse-launch")].action
     assert combine.startswith("FlashAttention's split-KV combine") and "torch.compile" not in combine
     algo = levers[("nvjet_sm90_tst_64x16_64x16_4x1_v_bz_TNT", "another-algorithm")].action

@@ -136,7 +136,7 @@ def test_persistent_fa3_is_judged_on_tile_coverage(fx: Path) -> None:
     assert "stream-once" not in rules and rules[0] == "fill-the-grid"
     fill = fa3.next_levers[0]
     assert fill.unlock_x is not None and fill.unlock_x <= 100 / (fa3.record.sm_active_pct or 100) + 1e-9
-    assert "num_splits" in fill.action
+    assert "--max-num-seqs" in fill.action and "cost per token" in fill.action
 
 
 def test_long_context_decode_attention_is_memory_bound_with_kv_levers() -> None:

@@ -297,14 +297,15 @@ def roofline(req: AnalyzeRequest, out: Path, how: Output = Output(), progress: S
 def kernel_internals(req: AnalyzeRequest) -> list[Path]:
     """Each input bundle's kernel_internals block, from its own kernels; every bundle is read and
     judged before any file is written."""
-    from .report.internals import write
+    from .report.internals import prepare
 
     for bundle in req.inputs:
         if not bundle.is_dir():
             raise InputError(bundle, "not a bundle directory (kernel_internals is written into a bundle's "
                                      "inference_perfbench_v1.json)")
     judged = [(bundle, analyze(replace(req, inputs=(bundle,))).items) for bundle in req.inputs]
-    return [write(bundle, items, "ncu via kernelscope", f"kernelscope {__version__}") for bundle, items in judged]
+    made = [prepare(bundle, items, "ncu via kernelscope", f"kernelscope {__version__}") for bundle, items in judged]
+    return [write_file(text, path) for path, text in made]  # every bundle's checked and made before any is written
 
 
 def join(req: AnalyzeRequest, nsys: Path | None, shares: Path | None,

@@ -831,15 +831,25 @@ def split_target(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+RUN_A_PROGRAM = frozenset({cmd_capture, cmd_kernels, cmd_launch})  # the verbs whose `-- PROGRAM` is a program
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw, target = split_target(list(sys.argv[1:] if argv is None else argv))
     try:
         with signals_interrupt():  # SIGTERM and SIGHUP clean up as Ctrl-C does, in every verb
             args = parser().parse_args(raw)
+            if target and args.func not in RUN_A_PROGRAM:  # no program to run: `--` only ends the options
+                args = parser().parse_args([*raw, "--", *target])
+                target = []
             args.target = target
             return int(args.func(args))
     except KernelscopeError as exc:  # a bad option (argtypes.Parser) too: every error line is printed here
         say(f"error: {exc}")
+        return 2
+    except OSError as exc:  # a path too long, not permitted, a disk full: one line naming the file, never a traceback
+        where = exc.filename if exc.filename is not None else "a file"
+        say(f"error: {clean(str(where))[:300]}: {exc.strerror or exc}")
         return 2
     except KeyboardInterrupt:
         say("interrupted")

@@ -157,6 +157,10 @@ class BundleManifest:
         return self.scoping.clock_control
 
     @property
+    def graph_profiling(self) -> str | None:
+        return self.scoping.graph_profiling
+
+    @property
     def shapes(self) -> str | None:
         """What the capture ran: the harness's analytic description, else the program's command."""
         return (self.analytic.describe if self.analytic else None) or " ".join(self.target) or None
@@ -196,6 +200,16 @@ class ReportManifest:
     @property
     def shapes(self) -> str | None:
         return None  # a report records no shapes: its command line (target) may be any script's
+
+    @property
+    def graph_profiling(self) -> str | None:
+        """ncu's --graph-profiling as its recorded command line gave it; None: not given or not recorded."""
+        argv = list(self.ncu_command)
+        for i, word in enumerate(argv):
+            name, eq, value = word.partition("=")
+            if name == "--graph-profiling":
+                return value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+        return None
 
     @property
     def context(self) -> Mapping[str, str]:

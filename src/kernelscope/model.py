@@ -198,6 +198,7 @@ class Capture:
     ncu_version: str | None  # None: not recorded
     metric_set: str  # "roofline+stalls", "basic", "detailed", "custom", ...
     clock_control: str | None  # ncu's --clock-control; None: not given (ncu's default) or not recorded
+    graph_profiling: str | None = None  # ncu's --graph-profiling (graph: whole graphs, other launches' times unsound)
 
 
 @dataclass(frozen=True)

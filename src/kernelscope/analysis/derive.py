@@ -116,6 +116,8 @@ ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops",
 
 # Figures that a launch that ran cannot read as 0 or less: a roof is scaled by the clock it ran at.
 POSITIVE = ("sm_clock_hz", "dram_clock_hz")
+# Figures no launch can read below 0: a negative one is corruption, not a measurement
+NON_NEGATIVE = ("duration_ns", "dram_bytes", "l2_bytes", "achieved_dram_tbps")
 
 # The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
 # field order: a record's `unmeasured` lists them in this order.
@@ -141,7 +143,8 @@ def _check_range(figures: dict[str, Any], notes: list[str]) -> None:
     input's values overflow) or outside their domain, each with a note; one C pass in the common case."""
     numbers = [v for v in figures.values() if type(v) is float]
     numbers += [v for m in figures.values() if type(m) is dict for v in m.values()]
-    if all_in_range(numbers) and all(figures[f] is None or figures[f] > 0 for f in POSITIVE):
+    if all_in_range(numbers) and all(figures[f] is None or figures[f] > 0 for f in POSITIVE) \
+            and all(figures[f] is None or figures[f] >= 0 for f in NON_NEGATIVE):
         return
     wrong = []
     for name, v in figures.items():
@@ -153,6 +156,10 @@ def _check_range(figures: dict[str, Any], notes: list[str]) -> None:
     for name in POSITIVE:
         if figures[name] is not None and figures[name] <= 0:
             notes.append(f"{name} reads {figures[name]:g}: a launch that ran had a clock, so not measured")
+            figures[name] = None
+    for name in NON_NEGATIVE:
+        if figures[name] is not None and figures[name] < 0:
+            notes.append(f"{name} reads {figures[name]:g}: a time or a count is never negative, so not measured")
             figures[name] = None
 
 

@@ -104,14 +104,18 @@ def tile_coverage(rec: KernelRecord) -> Limiter | None:
                    f"too few tiles (work units) to cover the SMs, so {100 - active:.0f} % of SM cycles had none")
 
 
-def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None) -> Limiter:
+def latency(rec: KernelRecord, nearest: Limiter | None, stall: str | None, ramp_ns: float | None = None,
+            measured_here: bool = True) -> Limiter:
     """No roof at 60 %: launch overhead for a kernel of a few µs or at the launch-and-ramp floor of
-    its bytes, a grid under one wave, or stalls."""
+    its bytes, a grid under one wave, or stalls. `measured_here`: the empty kernel's time was measured
+    on this GPU (an H200); elsewhere it is the H200's, said so."""
     dur, waves = rec.duration_ns, rec.waves_per_sm
     if dur is not None and dur <= LAUNCH_BOUND_NS:
+        where = "(H200, docs/hopper-measurements.md §8)" if measured_here else \
+            "on an H200 (docs/hopper-measurements.md §8; not measured on this GPU)"
         return Limiter("launch", C.DURATION, "launch overhead", None, None, None,
                        f"{dur / 1e3:.2f} µs on the GPU, within 2x the {EMPTY_KERNEL_NS / 1e3:.2f} µs an empty kernel "
-                       "takes (H200, docs/hopper-measurements.md §8): the launch, not the work, sets its cost")
+                       f"takes {where}: the launch, not the work, sets its cost")
     # a kernel under the floor for its bytes shows the floor is not one for it: never floor-bound then
     if dur is not None and ramp_ns is not None and FLOOR_HOLDS * ramp_ns <= dur <= RAMP_SLACK * ramp_ns:
         return Limiter("launch", C.DURATION, "launch and ramp", None, None, None,
@@ -198,7 +202,7 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
 
 def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None,
           unsettled: str | None = None, at_most: Mapping[str, float] | None = None,
-          ramp_ns: float | None = None) -> Judgement:
+          ramp_ns: float | None = None, measured_here: bool = True) -> Judgement:
     """`unsettled`: why the report cannot place the kernel on the roofline (roofs.unsettled); the
     verdict is then provisional, from the per-unit figures in `roofs`, and unmeasured when there is
     neither a unit's figure nor a launch figure to go on."""
@@ -207,7 +211,7 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
     if top is not None and (top.pct or 0.0) >= NEAR_ROOF_PCT:
         lim, runner = top, (ranked[1] if len(ranked) > 1 else None)
     else:
-        lim, runner = latency(rec, top, top_stall, ramp_ns), top
+        lim, runner = latency(rec, top, top_stall, ramp_ns, measured_here), top
     bound = KIND_BOUND[lim.kind]
     if unsettled is not None and lim.kind == "hbm" and lim.pct_datasheet is not None:
         # measured bytes over time at the HBM roof need no FLOP: memory-bound, the compute side unmeasured
@@ -236,6 +240,17 @@ def judge_workload(rec: KernelRecord) -> Judgement:
     said = (f"a whole CUDA {rec.workload}, not one kernel: {dur} for every kernel node in it (ncu "
             "--graph-profiling graph); no kernel verdict: capture its kernels with --graph-profiling node for theirs")
     lim = Limiter("unmeasured", C.DURATION, f"CUDA {rec.workload}", None, None, None, said)
+    return Judgement(lim, None, "unmeasured", said, (said,))
+
+
+def judge_graph_mode(rec: KernelRecord) -> Judgement:
+    """A kernel launched outside the graphs of a `--graph-profiling graph` capture: ncu times it in that
+    mode with the graphs' machinery around it (one-block kernels read 157-317 µs with the SMs active
+    0.05 % of it, tests/fixtures/vllm graph30), so its duration and every rate from it are not its own."""
+    dur = "unknown" if rec.duration_ns is None else f"{rec.duration_ns / 1e3:.1f} µs"
+    said = (f"not judged: profiled under --graph-profiling graph, where ncu's duration of a launch outside the "
+            f"graphs ({dur}) is not the kernel's own time; capture it with --graph-profiling node (ncu's default)")
+    lim = Limiter("unmeasured", C.DURATION, "unmeasured", None, None, None, said)
     return Judgement(lim, None, "unmeasured", said, (said,))
 
 

@@ -17,6 +17,7 @@ from .rules import (
     AT_ROOF_PCT,
     DOMINANT_STALL_PCT,
     EMPTY_KERNEL_NS,
+    RAMP_FLOOR_NS,
     Facts,
 )
 
@@ -46,8 +47,10 @@ def _flag(f: Facts, key: str) -> str:
     if given:
         return f"now {given}"
     if f.serving is not None and f.serving.recognised:
-        return "not recorded: the capture holds no serving command"
-    return "as your script sets it" if f.serving is not None and f.serving.in_script else DEFAULTS[key]
+        return "not recorded in the capture (its script or the server's flags set it)"
+    if f.serving is not None and f.serving.in_script:
+        return "not on its command line: set in its script, if at all"
+    return DEFAULTS[key]
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class LeverRule:
 
 def _mb(n: float | None) -> str:
     if n is None:
-        return "its bytes"
+        return "unmeasured bytes"
     return f"{n / 1e6:,.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
 
 
@@ -83,7 +86,8 @@ def _graph_worth(f: Facts) -> bool:
 
 
 def _graph_expected(f: Facts) -> str:
-    launch = "a host launch (3.3 µs back to back on an H200, docs/hopper-measurements.md §8)"
+    launch = ("a host launch (3.3 µs back to back on an H200, docs/hopper-measurements.md §8"
+              + ("" if f.hw_key in RAMP_FLOOR_NS else "; not measured on this GPU") + ")")
     if _ramp(f):
         return f"{_us(f)} on the GPU, about {launch}: in a graph the GPU no longer waits on the host between kernels"
     return (f"{_us(f)} on the GPU at about an empty kernel's time: {launch} sets its cost; in a graph the host "
@@ -153,13 +157,16 @@ def _stream_action(f: Facts) -> str:
             "Triton kernel, or the fused op it belongs to)")
 
 
-def _grid_unlock(f: Facts) -> float:
+def _grid_unlock(f: Facts) -> float | None:
     """Filling the idle block slots (a persistent grid: its idle SM cycles), but never past the
-    launch-and-ramp floor for its bytes."""
+    launch-and-ramp floor for its bytes; None without that floor (no DRAM bytes, or a GPU whose floor
+    is not measured): an empty grid's ratio alone (132x for one block) is no speed-up anyone gets."""
+    if SPLIT_COMBINE.search(f.rec.name_full):  # its time is the split's price: judged with the attention kernel
+        return None
     tiles = f.limiter.name == "tiles under the SMs" and f.rec.sm_active_pct
     x = 100 / f.rec.sm_active_pct if tiles and f.rec.sm_active_pct else 1 / (f.rec.waves_per_sm or 1)
     floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
-    return x if floor is None or not f.rec.duration_ns else max(min(x, f.rec.duration_ns / floor), 1.0)
+    return None if floor is None or not f.rec.duration_ns else max(min(x, f.rec.duration_ns / floor), 1.0)
 
 
 def _busy_bound(f: Facts) -> float | None:
@@ -214,8 +221,9 @@ def _wgmma_expected(f: Facts) -> str:
 
 
 SPLIT_COMBINE = re.compile(r"FlashAttnFwdCombine|splitkv_combine|flash_fwd_splitkv_combine")
-COMBINE = ("FlashAttention's split-KV combine: it runs because the attention kernel split the KV sequence; one "
-           "split (FlashAttention-3's num_splits) or a backend that does not split at this batch removes it")
+COMBINE = ("FlashAttention's split-KV combine: the price of splitting the KV sequence so the attention kernel "
+           "fills the SMs; judge it with that kernel (their times add): fewer splits remove it only where the "
+           "attention kernel keeps its SMs busy without them (not at long context)")
 RNG = re.compile(r"distribution_|philox|curand|randperm|normal_kernel|uniform_kernel|bernoulli", re.IGNORECASE)
 COPY = re.compile(r"copy|Copy|transpose|contiguous|CatArray|cat_|clone", re.IGNORECASE)
 FP32_DATA = re.compile(r"\bfloat\b")
@@ -262,7 +270,9 @@ def _rows_expected(f: Facts) -> str:
         return ("a decode GEMM reads each weight once for the rows of a step: more rows share the read (its FLOP "
                 "were not captured, so the work per byte is not sized)")
     return (f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: up to "
-            f"{(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds")
+            f"{(f.ridge or 0) / (f.rec.arithmetic_intensity or 1):.0f}x the work per byte before the tensor roof binds "
+            "(counted tensor FLOP include any padded rows of a tile a small M leaves unfilled: the useful work per "
+            "byte can be lower, the room larger)")
 
 
 FP8_KV = re.compile(r"e4m3|e5m2|fp8", re.IGNORECASE)
@@ -294,23 +304,29 @@ def _precision_action(f: Facts) -> str:
     return f"{_up(f)}run the tensor work in {step}{how}, if accuracy holds"
 
 
-ATTENTION_BACKENDS = (("FlashAttention-3", "FlashAttention"), ("cuDNN SDPA", "cuDNN"), ("FlashInfer", "FlashInfer"))
+# torch's SDPA backends (torch.nn.attention.SDPBackend) and the provenance family of the kernels each runs
+SDPA_BACKENDS = (("FLASH_ATTENTION", "FlashAttention"), ("CUDNN_ATTENTION", "cuDNN"),
+                 ("EFFICIENT_ATTENTION", "memory-efficient"))
 
 
 def _algorithm_action(f: Facts) -> str:
+    if f.attention_like and f.vllm:
+        return ("choose another attention backend for this shape: VLLM_ATTENTION_BACKEND=FLASH_ATTN "
+                "(FlashAttention-3 on Hopper), FLASHINFER, or TRITON_ATTN, whichever this one is not")
     if f.attention_like:  # torch SDPA picks no cuDNN engine for you: the choice one has is the backend
-        others = ", ".join(name for name, family in ATTENTION_BACKENDS if family not in f.prov.family)
-        how = "vLLM: VLLM_ATTENTION_BACKEND" if f.vllm else "torch: sdpa_kernel(SDPBackend...)"
-        return f"choose another attention backend for this shape: {others} ({how})"
+        others = [b for b, family in SDPA_BACKENDS if family not in f.prov.family]
+        return (f"choose another SDPA backend for this shape: torch.nn.attention.sdpa_kernel(SDPBackend."
+                f"{' / SDPBackend.'.join(others)}); outside SDPA, FlashAttention-3's flash_attn_interface "
+                "(Hopper) or FlashInfer")
     if f.vllm:  # vLLM calls cuBLAS through torch: its user picks no algorithm
         return ("cuBLAS's heuristic chose this algorithm and vLLM offers no switch for it: what moves it is the "
                 "shape (--max-num-seqs, tensor parallelism) or the precision (--quantization fp8); report the "
                 "shape upstream if another algorithm is faster (cuBLASLt heuristic list, outside vLLM)")
     if "cuDNN" in f.prov.family:
         return "let cuDNN benchmark its engines for this shape (torch.backends.cudnn.benchmark = True)"
-    tuned = ("let PyTorch's TunableOp time this shape's GEMM implementations and keep the fastest (on CUDA, "
-             "cuBLAS against cuBLASLt: PYTORCH_TUNABLEOP_ENABLED=1 PYTORCH_TUNABLEOP_TUNING=1, or "
-             "torch.cuda.tunable.enable()), or call cuBLASLt with another algorithm from its heuristic list")
+    tuned = ("cuBLASLt's heuristic picked this algorithm and PyTorch has no per-call switch for it: another of "
+             "its heuristic results, called through cuBLASLt yourself (cublasLtMatmulAlgoGetHeuristic), or a "
+             "shape it serves better (rows batched, dimensions padded to multiples of 16)")
     if f.limiter.kind in ("hbm", "l2"):
         under = f.rec.waves_per_sm is not None and f.rec.waves_per_sm < 1
         return f"{tuned}: " + (
@@ -336,6 +352,29 @@ def _headroom_expected(f: Facts) -> str:
     return f"the {roof.name} is at {roof.pct:.0f} %: up to {x:.1f}x to that roof"
 
 
+TORCH_FAMILIES = ("PyTorch ATen", "Triton (torch.compile)")
+
+
+def _half(f: Facts) -> str:
+    """The 16-bit type this chip computes in: bf16 from Ampere, fp16 before (Volta and Turing have no bf16)."""
+    arch = f.device.arch if f.device is not None else None
+    return "fp16" if arch is not None and not arch.has("bf16") else "bf16 (or fp16)"
+
+
+def _fill_action(f: Facts) -> str:
+    """More work a launch, said as the kernel's owner does it."""
+    if f.vllm and f.gemm_like:
+        return ("its grid is set by N and the tile vLLM's dispatch picks for this M: no switch per kernel; more "
+                f"sequences a step (--max-num-seqs, {_flag(f, 'max_num_seqs')}) change M, not the grid")
+    if f.vllm:
+        return ("more sequences a decode step (the concurrency served, up to vLLM's --max-num-seqs, "
+                f"{_flag(f, 'max_num_seqs')}): its grid follows the tokens a step, so each launch does more work "
+                "for about the same time: the cost per token falls, not this kernel's time")
+    if f.prov.family in TORCH_FAMILIES:
+        return "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)"
+    return "give each launch more work: one launch over the batched inputs instead of many small ones"
+
+
 def _filled(f: Facts) -> str:
     """What shows the grid filled: waves, or for a persistent grid the SMs' active share."""
     return "sm_active_pct nears 100" if f.limiter.name == "tiles under the SMs" else "waves_per_sm reaches 1"
@@ -351,6 +390,9 @@ def _idle_slots(f: Facts) -> str:
         waves = f.rec.waves_per_sm or 1.0
         said = f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty"
         full = 1 / waves
+    if x is None:
+        return (f"{said}; the gain is not sized: with no launch-and-ramp floor for its bytes on this GPU "
+                "(DRAM bytes not captured, or the floor not measured here), the empty slots alone do not bound it")
     if x < full:
         return (f"{said}, but a launch moving its {(f.rec.dram_bytes or 0) / 1e3:.0f} KB takes at least "
                 f"{(f.rec.duration_ns or 0) / x / 1e3:.1f} µs on this GPU (measured ramp): up to {x:.2f}x, not {full:.0f}x")
@@ -377,11 +419,13 @@ def _ncu_estimate(f: Facts, rule: str) -> str:
 def _recapture_action(f: Facts) -> str:
     """What this report lacks, and the capture that has it on this device: kernelscope's roofline list
     names Hopper's and Blackwell's counters; an older chip's tensor FLOP counters are its own."""
+    if f.device is not None and f.device.how == "unidentified":
+        return f"name the device, so its roofs are known: {f.device.notes[0] if f.device.notes else 'pass --hw'}"
     why = f.limiter.reading.removeprefix("unmeasured: ").split(", no roofline verdict")[0] if f.bound == "unmeasured" \
         else next((e.removeprefix("provisional: ") for e in f.evidence if e.startswith("provisional: ")), "")
     arch = f.device.arch if f.device is not None else None
     how = ROOFLINE
-    if arch is not None and float(arch.cc) < 9.0 and f.tensor_work != "none":
+    if arch is not None and float(arch.cc) < 9.0 and f.tensor_work != "none" and f.tensor_cores:
         how = (f"ncu --set full (or {ROOFLINE}) on this {arch.name} GPU, adding its tensor FLOP counters where "
                "`ncu --query-metrics | grep sm__ops_path_tensor` lists them")
     return f"recapture with the counters this report lacks ({why or 'FLOP and DRAM bytes'}): {how}"
@@ -439,18 +483,20 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f.bound == "memory" and _weight_operands(f) and (
                   f.rec.arithmetic_intensity is None or (f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge))),
               lambda f: f"{_up(f)}batch more rows per weight read: " + (
-                  f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs')}) and "
-                  f"--max-num-batched-tokens ({_flag(f, 'max_num_batched_tokens')}) so more "
-                  "sequences share each decode step" if f.vllm else "more tokens a step, a larger M"),
+                  f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs')}) so more sequences share each decode "
+                  "step's weight reads (a higher throughput, each step a little slower)" if f.vllm else
+                  "more tokens a step, a larger M"),
               _rows_expected,
               _none, f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}", 3, 2),
     LeverRule("fuse-away", "fusion", lambda f: f.bound == "memory" and _no_tensor_work(f) and not f.split_k_reduce,
-              lambda f: "fuse it into its producer or consumer (torch.compile, a fused epilogue)" + (
+              lambda f: ("fuse it into its producer or consumer (torch.compile, a fused epilogue)"
+                         if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
+                         "fuse it into your own producer or consumer kernel, so the tensor never goes to memory") + (
                   ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
               lambda f: f"removes its {_mb(f.rec.dram_bytes)} of DRAM traffic and its {_us(f)}",
               _none, f"the fused op's dram_bytes lose this kernel's; total time falls: {NSYS}", 3, 2),
     LeverRule("bf16-storage", "precision", _fp32_stream,
-              lambda f: "keep the tensor in bf16 (or fp16) rather than fp32: the kernel moves half the bytes",
+              lambda f: (f"keep the tensor in {_half(f)} rather than fp32: the kernel moves half the bytes"),
               lambda f: f"at the HBM roof time follows its {_mb(f.rec.dram_bytes)}: up to 2x with half of them",
               lambda f: 2.0, f"dram_bytes halves and duration_ns with it: {ROOFLINE}", 2, 2),
     LeverRule("generate-in-consumer", "fusion",
@@ -488,8 +534,7 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
               _algorithm_action, _headroom_expected, _headroom,
               lambda f: ("the same shape's duration_ns under each backend" if f.attention_like else
-                         "the same shape's duration_ns under each algorithm (TunableOp's results file, or cuDNN's "
-                         "benchmark)" if not f.vllm else "the same shape's duration_ns under each algorithm")
+                         "the same shape's duration_ns under each algorithm")
               + f", then {ROOFLINE}", 2, 1),
     LeverRule("fix-divergence", "source", lambda f: f.diverged,
               lambda f: "make branches warp-uniform: bucket or sort work by path, move the branch to block level, predicate short paths",
@@ -526,7 +571,12 @@ LEVERS: tuple[LeverRule, ...] = (
               lambda f: f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs (docs/hopper-measurements.md §8); in a graph the host submits the step once, and the GPU time stays",
               _none, f"the decode step's time falls (vLLM's own step time, or {NSYS})", 3, 1),
     LeverRule("cuda-graph", "graphs", lambda f: _graph_worth(f) and f.serving is None,
-              lambda f: "launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')",
+              lambda f: ("launch it inside a CUDA graph (torch.cuda.graphs, torch.compile mode='reduce-overhead')"
+                         if f.prov.family in TORCH_FAMILIES else
+                         "capture its launches in a CUDA graph (from PyTorch: torch.cuda.graphs; in C++: "
+                         "cudaStreamBeginCapture ... cudaGraphLaunch)" if f.prov.kind == "library" else
+                         "capture its launches in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch), so the "
+                         "host submits them once"),
               _graph_expected,
               _none, f"the gaps between its launches vanish: {NSYS}", 3, 1),
     LeverRule("vllm-speculative", "serving",
@@ -560,18 +610,14 @@ LEVERS: tuple[LeverRule, ...] = (
               _idle_slots, _grid_unlock, lambda f: f"{_filled(f)} and duration_ns falls: {ROOFLINE}", 2, 2),
     LeverRule("fill-the-grid", "batching", lambda f: f.limiter.kind == "grid",
               lambda f: COMBINE if SPLIT_COMBINE.search(f.rec.name_full) else (
-                  f"give each launch more work: more sequences a decode step (vLLM's --max-num-seqs, "
-                         f"{_flag(f, 'max_num_seqs')}; its work follows the tokens a step)" + (
-                             "; FlashAttention-3 also splits the KV sequence into more tiles when the batch leaves "
-                             "SMs idle (its num_splits heuristic)" if f.attention_like else "") if f.vllm else
-                         "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)"),
+                  _fill_action(f)),
               _idle_slots, _grid_unlock, lambda f: f"{_filled(f)} and the step's time falls: {NSYS}", 2, 2),
     LeverRule("hide-memory-latency", "source",
-              lambda f: f.bound == "latency" and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
+              lambda f: f.limiter.kind == "latency" and f.top_stall == "long_scoreboard" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT),
               lambda f: "keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more independent work a thread",
               _headroom_expected, _headroom, f"warp_stalls.long_scoreboard drops: {STALLS}", 2, 2),
     LeverRule("raise-occupancy-registers", "compiler",
-              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt") and f.registers_limit_occupancy,
+              lambda f: f.bound in ("latency", "compute") and f.limiter.kind not in ("tensor", "simt", "grid") and f.registers_limit_occupancy,
               lambda f: "cap registers to fit another block: __launch_bounds__(threads, minBlocks) or -maxrregcount",
               lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises if no spills appear: more warps to hide latency",
               _none, "theoretical_occupancy_pct rises and no local-memory traffic appears: kernelscope capture --set roofline", 2, 1),
@@ -590,7 +636,7 @@ LEVERS: tuple[LeverRule, ...] = (
                          if _triton(f) else "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)"),
               lambda f: f"barrier holds {f.top_stall_pct:.0f} % of stalled warp-cycles", _none, f"warp_stalls.barrier drops: {STALLS}", 1, 2),
     LeverRule("use-tensor-cores", "precision",
-              lambda f: f.gemm_like and f.rec.flops is not None and _no_tensor_work(f) and f.tensor_cores,
+              lambda f: f.gemm_like and bool(f.rec.flops_total) and _no_tensor_work(f) and f.tensor_cores,
               lambda f: ("run the matmul on the tensor cores: mma.sync/WMMA instructions or a CUTLASS/cuBLAS GEMM with "
                          "fp16/bf16/tf32 operands" if f.prov.kind == "user" else
                          "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 (torch.backends.cuda.matmul.allow_tf32)"),

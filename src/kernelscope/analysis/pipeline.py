@@ -11,7 +11,7 @@ from typing import Any
 
 from ..ceilings import CeilingsFile, DeviceFacts
 from ..ceilings import load as load_ceilings
-from ..errors import KernelscopeError
+from ..errors import InputError, KernelscopeError
 from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest, Recorded
@@ -59,9 +59,17 @@ def records_of(raws: Iterable[RawKernel], matcher: re.Pattern[str] | str | None)
     return (r for r in map(derive, raws) if selected(r, matcher))
 
 
+def _is_dir(p: Path) -> bool:
+    """Whether an input is a directory; a path the system refuses (too long, not permitted) is one error."""
+    try:
+        return p.is_dir()
+    except OSError as exc:
+        raise InputError(p, f"cannot read ({exc.strerror or exc})") from None
+
+
 def bundles(paths: Inputs) -> dict[Path, BundleManifest]:
     """The manifests of the bundle directories among the inputs, keyed by directory."""
-    return {p: m for p in as_paths(paths) if (m := bundle_manifest(p) if p.is_dir() else None) is not None}
+    return {p: m for p in as_paths(paths) if (m := bundle_manifest(p) if _is_dir(p) else None) is not None}
 
 
 def contexts(paths: Inputs) -> dict[Path, Recorded]:
@@ -70,7 +78,7 @@ def contexts(paths: Inputs) -> dict[Path, Recorded]:
     or in a directory that is not a bundle. A CSV export records none."""
     found: dict[Path, Recorded] = {}
     for p in as_paths(paths):
-        manifest = bundle_manifest(p) if p.is_dir() else None
+        manifest = bundle_manifest(p) if _is_dir(p) else None
         if manifest is not None:
             found[p] = manifest
         else:
@@ -79,7 +87,7 @@ def contexts(paths: Inputs) -> dict[Path, Recorded]:
 
 
 def capture_of(m: Recorded) -> Capture:
-    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control)
+    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control, m.graph_profiling)
 
 
 def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
@@ -124,8 +132,9 @@ class Judge:
         return None if home is None else of[home]
 
     def one(self, rec: KernelRecord) -> Assessment:
+        capture = self._home(rec, self.capture)
         a = assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
-                   self._home(rec, self.serving))
+                   self._home(rec, self.serving), graph_mode=capture is not None and capture.graph_profiling == "graph")
         if self.measured is not None:
             p = place(rec, self.measured.pick(rec.device))
             a = replace(a, achievable={
@@ -135,7 +144,6 @@ class Judge:
         work = self._home(rec, self.analytic)
         if work is not None:
             a = counted_vs_analytic(a, work)
-        capture = self._home(rec, self.capture)
         if capture is not None:
             a = replace(a, capture=capture)
         over = overshoot.notes(a, self.table.origin, None if self.measured is None else self.measured.origin)

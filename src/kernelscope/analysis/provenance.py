@@ -33,6 +33,8 @@ PROVENANCE_RULES: tuple[tuple[ProvenanceKind, str, str], ...] = (
     ("open", "Triton (vLLM)", VLLM_TRITON),
     # vLLM's fused-MoE Triton GEMM (SGLang carries a port of it under the same name)
     ("open", "Triton (vLLM)", r"^fused_moe_kernel(_gptq_awq)?$"),
+    # CUB's and Thrust's kernels (a user's thrust::sort shows as _kernel_agent): the library's, tuned by its policies
+    ("open", "CUB/Thrust", r"\bcub::|\bthrust::|^_kernel_agent$|^DeviceRadixSort|^DeviceReduce|^DeviceScan"),
     ("open", "PyTorch ATen", r"\bat::native::|^(vectorized|unrolled)_elementwise_kernel|^reduce_kernel|^cunn_"
                              r"|^CatArrayBatchedCopy|^distribution_elementwise"),
 )

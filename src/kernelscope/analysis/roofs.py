@@ -115,9 +115,10 @@ def hbm_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | 
         return None
     roof, held_at, how = peak
     pct = 100 * rec.achieved_dram_tbps / roof
-    reading = (f"HBM {rec.achieved_dram_tbps:.2f} TB/s = {pct:.0f} % of {roof:.2f} TB/s ({how}); "
+    kind = dev.memory_kind
+    reading = (f"{kind} {rec.achieved_dram_tbps:.2f} TB/s = {pct:.0f} % of {roof:.2f} TB/s ({how}); "
                f"{p.pct_sol_memory:.0f} % of the {dev.memory.value:g} TB/s datasheet figure")
-    return Limiter("hbm", dev.memory.key, "HBM roof", pct, p.pct_sol_memory, held_at, reading)
+    return Limiter("hbm", dev.memory.key, f"{kind} roof", pct, p.pct_sol_memory, held_at, reading)
 
 
 def l2_share(rec: KernelRecord) -> float | None:
@@ -158,6 +159,17 @@ def dram_busy_roof(rec: KernelRecord) -> Limiter | None:
                    f"DRAM throughput {rec.dram_throughput_pct:.0f} % of peak (ncu SpeedOfLight; no DRAM byte counters)")
 
 
+def memory_busy_roof(rec: KernelRecord) -> Limiter | None:
+    """ncu's Memory Throughput (its busiest memory unit: L1, L2 or DRAM), for a provisional verdict,
+    where it is the only figure of an L1-bound kernel (ncu SpeedOfLight's own memory side)."""
+    if rec.memory_busy_pct is None:
+        return None
+    return Limiter("l2", C.MEM_BUSY, "memory units (ncu Memory Throughput: its busiest, L1 to DRAM)",
+                   rec.memory_busy_pct, None, None,
+                   f"Memory Throughput {rec.memory_busy_pct:.0f} % of peak (ncu SpeedOfLight: its busiest memory unit, "
+                   "not a bandwidth)")
+
+
 def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
     """A per-active-cycle share as a share of elapsed cycles, like the memory roofs."""
     if rec.sm_active_pct is None:
@@ -183,6 +195,8 @@ def sm_roofs(rec: KernelRecord) -> list[Limiter]:
                            f"issue slots busy {pct:.0f} % of elapsed cycles ({how})"))
     return out
 
+
+LEADS_BY_PCT = 10.0  # points ncu's Memory Throughput must lead every other unit by to name the memory side
 
 CAPTURE_NVLINK = ("capture it with --add nvlink (or ncu --set full) on a machine whose GPUs reach its peers over "
                   "NVLink")
@@ -235,6 +249,12 @@ def candidates(rec: KernelRecord, dev: DeviceCeilings, p: Placement, provisional
     (pipes, the tensor pipe among them, issue slots, L2, ncu's DRAM throughput), none a FLOP rate."""
     if provisional:  # the HBM roof needs no FLOP: measured bytes over time, when the device's bandwidth is known
         found = [hbm_roof(rec, dev, p) or dram_busy_roof(rec), l2_roof(rec), sm_busy_roof(rec), *sm_roofs(rec)]
+        # ncu's busiest memory unit names the side only when it clearly leads (an L1-bound kernel whose DRAM and
+        # pipes idle); beside a unit as busy (a GEMM's shared memory against its tensor pipe) it is no verdict
+        unit = memory_busy_roof(rec)
+        if unit is not None and unit.pct is not None and \
+                unit.pct >= max((c.pct or 0.0 for c in found if c is not None), default=0.0) + LEADS_BY_PCT:
+            found.append(unit)
     else:
         found = [flop_roof(rec, dev, p), hbm_roof(rec, dev, p), l2_roof(rec), *sm_roofs(rec)]
     return sorted((c for c in found if c is not None), key=lambda c: -(c.pct or 0.0))

@@ -286,7 +286,12 @@ LIMITERS: tuple[LimiterRule, ...] = (
                 lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, {f.tail_idle_pct:.0f} % of SM slots idle in the last wave"),
     LimiterRule("divergence",
                 lambda f: f.diverged,
-                lambda f: f"branch divergence: {_pct(f.rec.branch_divergence_pct)} of branch targets not warp-uniform, SIMT efficiency {_pct(f.rec.simt_efficiency_pct)}"),
+                lambda f: "branch divergence: " + ", ".join(x for x in (
+                    None if f.rec.branch_divergence_pct is None else
+                    f"{f.rec.branch_divergence_pct:.0f} % of branch targets not warp-uniform",
+                    None if f.rec.simt_efficiency_pct is None else f"SIMT efficiency {f.rec.simt_efficiency_pct:.0f} %",
+                    "branch targets not collected" if f.rec.branch_divergence_pct is None
+                    and "branch_divergence_pct" in f.rec.unmeasured else None) if x)),
     LimiterRule("register-spills", lambda f: f.spills,
                 lambda f: f"register spills: {f.rec.register_spill_pct:.1f} % of instructions spill or fill registers to local memory at {_pct(f.rec.registers_per_thread, ' registers a thread')}{_not_yours(f)}"),
     *(_finding_rule(rule) for rule in NCU_FINDINGS),

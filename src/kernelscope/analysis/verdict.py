@@ -12,13 +12,13 @@ from ..model import Assessment, KernelRecord, Limiter, Provenance
 from ..serving import Serving
 from .categories import categorize
 from .derive import arch, tensor_unseen
-from .judge import judge, judge_link, judge_workload, ramp_floor_ns
+from .judge import judge, judge_graph_mode, judge_link, judge_workload, ramp_floor_ns
 from .levers import levers
 from .ncu_verdicts import compare
 from .provenance import classify
 from .roofline import place
 from .roofs import candidates, link_unmeasured, nvlink_roof, unsettled
-from .rules import LIMITERS, PRECISION_STEP, Facts, TensorWork, not_judged
+from .rules import LIMITERS, PRECISION_STEP, RAMP_FLOOR_NS, Facts, TensorWork, not_judged
 
 GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
 
@@ -84,9 +84,11 @@ def roof_pct(a: Assessment) -> float | None:
     return None if roof is None or a.provisional else roof.pct
 
 
-def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None) -> Assessment:
+def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None,
+           graph_mode: bool = False) -> Assessment:
     """`serving`: the configuration the kernel was captured under (a vLLM server's flags), for the
-    levers a user of that engine pulls."""
+    levers a user of that engine pulls; `graph_mode`: captured under `--graph-profiling graph`, where
+    ncu's durations of the launches outside the graphs are not theirs (judge.judge_graph_mode)."""
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
@@ -96,10 +98,13 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     communication = category == "NCCL"  # a collective is held to its link, not to this GPU's own roofs
     if rec.workload != "kernel":
         j = judge_workload(rec)
+    elif graph_mode:
+        j = judge_graph_mode(rec)
     elif communication:
         j = judge_link(rec, nvlink_roof(rec, dev), link_unmeasured(rec, dev))
     else:
-        j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec.dram_bytes, dev.hw_key))
+        j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec.dram_bytes, dev.hw_key),
+                  measured_here=dev.hw_key in RAMP_FLOOR_NS)
     prov = classify(rec) if rec.workload == "kernel" else Provenance(
         "user", f"CUDA {rec.workload}", False, f"a whole CUDA {rec.workload} (ncu --graph-profiling graph): the "
         "program's graph of kernels, each of which has its own owner")
@@ -117,7 +122,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
         evidence=j.evidence,
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
-    if rec.workload == "kernel" and not communication:
+    if rec.workload == "kernel" and not communication and not graph_mode:
         story += not_judged(rec, facts.tensor_work)
     return Assessment(
         record=rec,
@@ -138,5 +143,5 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
         provenance=prov,
         ncu=compare(rec, j.bound, j.limiter, j.runner_up),
         limiters=story + p.notes,
-        next_levers=levers(facts) if rec.workload == "kernel" else (),
+        next_levers=levers(facts) if rec.workload == "kernel" and not graph_mode else (),
     )

@@ -176,8 +176,11 @@ def _link(key: str, entry: Any, origin: str) -> LinkCeiling:
 
 def _ceiling(key: str, value: float | None, entry: dict[str, Any], origin: str) -> Ceiling:
     mhz = _number(entry.get("clock_mhz"), f"{key}.clock_mhz", origin)
+    derive = entry.get("derive", True)
+    if not isinstance(derive, bool):
+        raise InputError(origin, f"{key}.derive must be true or false, got {derive!r:.80}")
     return Ceiling(key, value, _text(entry.get("source"), f"{key}.source", origin), None if mhz is None else mhz * 1e6,
-                   _text(entry.get("clock_source"), f"{key}.clock_source", origin))
+                   _text(entry.get("clock_source"), f"{key}.clock_source", origin), derive=derive)
 
 
 def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:

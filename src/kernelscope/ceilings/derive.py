@@ -77,6 +77,11 @@ class DeviceFacts:
         return None if facts == cls(name or None, None, None, None, None, None, None) else facts
 
     @property
+    def memory_kind(self) -> str:
+        """HBM stacks are 1,024 bits wide each; a GDDR bus is at most 512 (RTX 5090)."""
+        return "GDDR" if self.bus_bits is not None and self.bus_bits < 1024 else "HBM"
+
+    @property
     def arch(self) -> Arch | None:
         return None if self.cc is None else architectures().get(self.cc)
 
@@ -176,7 +181,7 @@ def derive(f: DeviceFacts) -> DeviceCeilings:
         hw_key=key, name=f.name or f"CC {f.cc} device", origin=f"{DERIVED} ({ARCHITECTURES})", match=(),
         memory=_memory(f, f"{key}.memory.hbm"),
         compute={p: _compute(f, p, f"{key}.compute.{p}") for p in PRECISIONS},
-        tensor_paths=paths, arch=arch, notes=tuple(notes), how="derived")
+        tensor_paths=paths, arch=arch, notes=tuple(notes), how="derived", memory_kind=f.memory_kind)
 
 
 def _per_clock(c: Ceiling) -> float | None:
@@ -189,7 +194,7 @@ def _checked(sheet: Ceiling, derived: Ceiling, unit: str, top_hz: float | None, 
     to give it (when the device reaches that clock), so it too is scaled to the clock a kernel ran
     at. A user's file (measured ceilings) is only checked: its figures are not peaks at a clock."""
     rate = _per_clock(derived)
-    if derived.value is None or rate is None or (sheet.value is None and not complete):
+    if derived.value is None or rate is None or (sheet.value is None and not (complete and sheet.derive)):
         return sheet
     if sheet.value is None:
         return replace(derived, source=f"{derived.source} (the datasheet entry gives none: {sheet.source})")
@@ -227,6 +232,7 @@ def checked(entry: DeviceCeilings, f: DeviceFacts, complete: bool = True) -> Dev
     notes = said + ((f"the datasheet and the report's attributes disagree on {', '.join(off)} by more than "
                         f"{AGREE:.0%}: `kernelscope ceilings list --for REPORT` shows both",) if off else ())
     return replace(entry, memory=memory, compute=compute, arch=d.arch, notes=notes if complete else said,
+                   memory_kind=f.memory_kind,
                    tensor_paths=entry.tensor_paths or d.tensor_paths,
                    how="datasheet, checked against the report" if complete else entry.how)
 

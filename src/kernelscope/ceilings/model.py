@@ -29,6 +29,7 @@ class Ceiling:
     clock_hz: float | None = None  # the clock the figure is computed at; None: not sourced
     clock_source: str = ""
     check: str = ""  # a datasheet figure against the one the report's attributes derive (ceilings/derive.py)
+    derive: bool = True  # False: a report's attributes must not fill it (the part differs from its architecture)
     agrees: bool | None = None  # None: not checked
 
     def at_clock(self, clock_hz: float | None) -> float | None:
@@ -104,6 +105,7 @@ class DeviceCeilings:
     arch: Arch | None = None  # the architecture's row, when the report or the entry says which
     notes: tuple[str, ...] = ()  # what a reader must know of these roofs (a disagreement, GeForce rates)
     how: str = "datasheet"  # datasheet | datasheet, checked against the report | derived | unidentified | a file
+    memory_kind: str = "HBM"  # HBM, or GDDR on a bus under 1,024 bits (the report's bus width says which)
 
     @property
     def tensor_cores(self) -> bool | None:

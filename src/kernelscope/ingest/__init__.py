@@ -229,16 +229,25 @@ def input_paths(paths: Inputs) -> list[Path]:
 
 
 def expand(paths: Inputs) -> list[Path]:
-    """Files to read: each input file, and the reports of each input directory."""
+    """Files to read: each input file, and the reports of each input directory. A file reached twice
+    (given twice, or as a report and the folder holding it) is refused: its launches would count twice."""
     out: list[Path] = []
+    seen: dict[str, Path] = {}
     for path in input_paths(paths):
         try:
             if path.is_dir():
-                out += bundle_reports(path)
+                found = bundle_reports(path)
             elif path.exists() or path.is_symlink():
-                out.append(path)
+                found = [path]
             else:
                 raise InputError(path, "no such file or directory")
+            for file in found:
+                key = os.path.realpath(file)
+                if key in seen:
+                    given = "given twice" if seen[key] == path else f"reached as {seen[key]} and as {path}"
+                    raise InputError(file, f"is {given}: its launches would count twice; give each report once")
+                seen[key] = path if path.is_dir() else file
+            out += found
         except OSError as exc:
             raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
     return out

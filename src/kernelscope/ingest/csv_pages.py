@@ -28,7 +28,7 @@ from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel, all_in_range, in_range
 from .names import kernel_name
-from .units import in_range_of, number, parse_number, unit_factor, unknown
+from .units import MalformedNumber, in_range_of, number, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
 
@@ -59,6 +59,7 @@ DETAILS_LABELS: dict[tuple[str, str], str] = {
     (LAUNCH, "# SMs"): C.SM_COUNT,
 }
 DETAILS_HEADER = ("Section Name", "Metric Name", "Metric Unit", "Metric Value")
+SUMMARY_COLUMNS = ("Invocations", "Minimum", "Maximum", "Average")  # ncu --print-summary: no launch's own values
 
 
 # ncu's own log lines (`==PROF== Connected to process ...`, `==WARNING==`, `==ERROR==`): `ncu --csv`
@@ -178,12 +179,14 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
     kept = list(filter(None, texts))
     if len(kept) < len(texts):
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
-    joined = _JOIN.join(kept)  # ncu writes thousands separators: drop them all in one pass
-    parts = (joined.replace(",", "") if "," in joined else joined).split(_JOIN)
-    try:
-        values: list[float | None] | None = list(map(float, parts)) if len(parts) == len(kept) else None
-    except ValueError:
-        values = None
+    joined = _JOIN.join(kept)  # ncu writes thousands separators: drop them all in one pass, once checked
+    values: list[float | None] | None = None
+    if "_" not in joined and ("," not in joined or not BAD_COMMA.search(joined)):
+        parts = (joined.replace(",", "") if "," in joined else joined).split(_JOIN)
+        try:
+            values = list(map(float, parts)) if len(parts) == len(kept) else None
+        except ValueError:
+            values = None
     if values is None:  # text where a number belongs (n/a, -), or a field holding _JOIN: one by one
         values = list(map(number, kept))
         names = list(compress(names, (v is not None for v in values)))
@@ -197,6 +200,9 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
 
 
 _JOIN = "\x1f"  # the ASCII unit separator: a field that holds one is read one by one
+# a comma that is no thousands separator: not three digits and then a field's end, a point, an exponent or
+# another group (each row's fields joined by _JOIN): such a row is read a field at a time, and refused there
+BAD_COMMA = re.compile(r",(?!\d{3}(?:[,.eE\x1f]|$))")
 
 
 def _column(header: list[str], name: str) -> int | None:
@@ -245,8 +251,12 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
     for line, row in rows:
         if len(row) != width or row[name_at] in ("", KERNEL_NAME):
             _misfit(source, line, row, header)
+        try:
+            figures = metrics_of(names, factors, pick(row))
+        except MalformedNumber as exc:
+            raise InputError(source, f"line {line}: {exc}") from None
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
-                        _field(row, device_at), *metrics_of(names, factors, pick(row)))
+                        _field(row, device_at), *figures)
 
 
 MAX_LAUNCH_ID = 2**63 - 1  # the integer columns are int64 (Parquet, DataFrames)
@@ -330,7 +340,10 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
             factor = unit_factor(row[unit_at])
             if factor is None:
                 raise InputError(source, f"line {line}: " + unknown(f"{row[section_at]} / {label}", row[unit_at]))
-            value = number(row[value_at])
+            try:
+                value = number(row[value_at])
+            except MalformedNumber as exc:
+                raise InputError(source, f"line {line}: {row[section_at]} / {label}: {exc}") from None
             if value is not None:
                 if in_range(value) and in_range(value * factor):
                     metrics[name] = value * factor
@@ -375,4 +388,8 @@ def read(stream: TextIO, source: str) -> Iterator[RawKernel]:
     header = first[1]
     if all(h in header for h in DETAILS_HEADER):
         return read_details(header, rows, source)
+    if "Metric Name" in header or any(h in header for h in SUMMARY_COLUMNS):
+        raise InputError(source, "an ncu --print-summary CSV (each metric's minimum, maximum and average over a "
+                                 "kernel's launches, no launch's own values): export one with ncu --import REPORT "
+                                 "--csv --page raw (or --page details)")
     return read_raw(header, rows, source)

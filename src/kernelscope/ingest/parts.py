@@ -111,9 +111,9 @@ def _csv_split(path: Path, part_bytes: int) -> CsvSplit | None:
         found = [f for _, f in csv_pages.records(head, str(path), strict=True)]
     except (UnicodeDecodeError, csv_pages.NotSimple):
         return None
-    if len(found) != 2 or csv_pages.KERNEL_NAME not in found[0] \
-            or all(h in found[0] for h in csv_pages.DETAILS_HEADER):
-        return None
+    if len(found) != 2 or csv_pages.KERNEL_NAME not in found[0] or "Metric Name" in found[0] \
+            or any(h in found[0] for h in csv_pages.SUMMARY_COLUMNS):
+        return None  # not a raw page (details, a --print-summary): read whole, where it is told apart
     bounds = _bounds(path, start, size, part_bytes)
     return None if bounds is None else CsvSplit(path, found[0], found[1], bounds)
 

@@ -15,6 +15,7 @@ naming the file, the figure and the unit) and pass over one on a figure they do 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..model import in_range
@@ -58,19 +59,49 @@ def unknown(figure: str, unit: str) -> str:
     return f"{figure} is in {unit!r}, a unit ncu does not write (refused rather than read as a base unit)"
 
 
+# A number as ncu writes it: thousands separators group three digits ("548,099"); a comma anywhere else
+# is another locale's decimal comma ("35,264000" µs, "35,26"), and Python's digit underscores ("35_264")
+# are no ncu form: both are refused rather than read as some other number.
+GROUPED = re.compile(r"[-+]?\d{1,3}(,\d{3})+(\.\d*)?([eE][-+]?\d+)?")
+
+
+class MalformedNumber(ValueError):
+    """A field that holds a number in a form ncu does not write: the reader names its line and column."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(f"{text!r:.40} is not a number as ncu writes it (thousands separators group three digits; "
+                         "no decimal comma, no underscores)")
+
+
 def number(text: str) -> float | None:
-    """'548,099' -> 548099.0; '' / 'n/a' / text -> None. Any float, in range or not (see parse_number).
-    The plain case is one float() call: ingest parses ~90 of these per launch."""
-    try:
-        return float(text)
-    except ValueError:
-        text = text.strip().replace(",", "")
-        if not text or text.lower() in {"n/a", "na", "nan", "-"}:
-            return None
+    """'548,099' -> 548099.0; '' / 'n/a' / text -> None; '35,26' or '35_264' -> MalformedNumber. Any
+    float, in range or not (see parse_number). The plain case is one float() call: ingest parses ~90
+    of these per launch."""
+    if "_" not in text:
         try:
             return float(text)
         except ValueError:
+            pass
+    stripped = text.strip()
+    if not stripped or stripped.lower() in {"n/a", "na", "nan", "-"}:
+        return None
+    if "_" in stripped and _numeric(stripped.replace("_", "")):
+        raise MalformedNumber(text)
+    if "," in stripped:
+        if not GROUPED.fullmatch(stripped):
+            if _numeric(stripped.replace(",", "")):
+                raise MalformedNumber(text)
             return None
+        return float(stripped.replace(",", ""))
+    return None
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_number(text: str) -> float | None:

@@ -68,7 +68,14 @@ def merge(text: str | None, value: dict[str, Any], path: Path) -> str:
     return body + f'{sep}\n  "{KEY}": ' + rendered + "\n" + text[close:]
 
 
-def write(bundle: Path, items: Sequence[Assessment], method: str, tool: str) -> Path:
+def prepare(bundle: Path, items: Sequence[Assessment], method: str, tool: str) -> tuple[Path, str]:
+    """The bundle's inference_perfbench_v1.json with its kernel_internals block, not yet written: every
+    bundle's is made (and its existing file read and checked) before any is written."""
     path = bundle / FILE
     text = read_text(path, what="inference_perfbench_v1.json") if path.exists() else None
-    return write_file(merge(text, block(items, method, tool), path), path)
+    return path, merge(text, block(items, method, tool), path)
+
+
+def write(bundle: Path, items: Sequence[Assessment], method: str, tool: str) -> Path:
+    path, text = prepare(bundle, items, method, tool)
+    return write_file(text, path)

@@ -1,0 +1,103 @@
+"""Hostile input, round 3 (issue 32), the classes this round fixed: inputs neither dropped nor
+doubled, numbers never invented, one error line instead of a traceback. Each from a real export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+from kernelscope.cli import main
+from kernelscope.errors import KernelscopeError
+
+
+def _with_duration(fx: Path, tmp_path: Path, text: str) -> Path:
+    """The real decode GEMM raw export with its duration field replaced by `text`."""
+    rows = list(csv.reader((fx / "decode_gemm-raw.csv").open(newline="")))
+    rows[2][rows[0].index("gpu__time_duration.sum")] = text
+    out = tmp_path / "raw.csv"
+    with out.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    return out
+
+
+@pytest.mark.parametrize("text", ["35,264000", "35,26", "35_264", "1,23,456"])
+def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A decimal comma or underscores are another locale's or language's number, never read as ncu's
+    thousands separators (35,264000 µs was read as 35 s, 35,26 as 3,526)."""
+    assert main(["analyze", str(_with_duration(fx, tmp_path, text))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "line 3:" in err and "is not a number as ncu writes it" in err
+
+
+@pytest.mark.parametrize(("text", "ns"), [("35,264", 35_264_000.0), ("35.264", 35_264.0), ("1,035.5", 1_035_500.0)])
+def test_numbers_ncu_writes_are_read(fx: Path, tmp_path: Path, text: str, ns: float) -> None:
+    (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, text)))  # the export's unit is usecond
+    assert a.record.duration_ns == pytest.approx(ns)
+
+
+def test_an_impossible_value_is_unmeasured_with_the_reason(fx: Path, tmp_path: Path) -> None:
+    (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, "-35.26")))
+    assert a.record.duration_ns is None and "duration_ns" in a.record.unmeasured
+    assert any("never negative" in n for n in a.record.notes) and a.pct_sol_memory is None
+
+
+def test_inputs_after_double_dash_are_inputs(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--", str(fx / "decode_gemm.ncu-rep"), "--format",
+                 "json"]) == 2  # after `--`, "--format" is a file name: no such file
+    capsys.readouterr()
+    argv = ["analyze", "--format", "json", str(fx / "gemm_bf16.ncu-rep"), "--", str(fx / "decode_gemm.ncu-rep")]
+    assert main(argv) == 0
+    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 2
+
+
+def test_a_report_given_twice_is_refused_not_doubled(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = fx / "bundle_attn_causal"
+    report = next(bundle.glob("*/*.ncu-rep"))
+    for argv in ([str(fx / "gemm_bf16.ncu-rep")] * 2, [str(bundle), str(report)]):
+        assert main(["analyze", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "its launches would count twice" in err and err.count("\n") == 1
+
+
+def test_a_print_summary_csv_is_no_launches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ncu --print-summary per-kernel --csv: min/max/average per kernel, never 127 invented launches."""
+    head = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+            "Grid Size", "Device", "CC", "Invocations", "Section Name", "Metric Name", "Metric Unit", "Minimum",
+            "Maximum", "Average"]
+    row = ["0", "1", "python3", "h", "k", "1", "7", "(1, 1, 1)", "(1, 1, 1)", "0", "9.0", "3", "GPU Speed Of Light "
+           "Throughput", "Duration", "usecond", "1.0", "2.0", "1.5"]
+    path = tmp_path / "summary.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows([head, row, row])
+    assert main(["analyze", str(path)]) == 2
+    assert "an ncu --print-summary CSV" in capsys.readouterr().err
+
+
+def test_paths_the_system_refuses_are_one_line(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long = str(tmp_path / ("a" * 300))
+    assert main(["analyze", long]) == 2
+    assert main(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--out-dir", long]) == 2
+    errs = capsys.readouterr().err.strip().splitlines()
+    assert len(errs) == 2 and all(e.startswith("kernelscope: error: ") and "too long" in e for e in errs)
+    with pytest.raises(KernelscopeError, match="cannot read"):
+        kernelscope.analyze(long)
+
+
+def test_kernel_internals_writes_no_bundle_until_every_one_is_made(fx: Path, tmp_path: Path) -> None:
+    """B1's file is not rewritten when B2's cannot be: every bundle is read, judged and made first."""
+    b1, b2 = tmp_path / "b1", tmp_path / "b2"
+    shutil.copytree(fx / "bundle_attn_causal", b1)
+    shutil.copytree(fx / "bundle_attn_causal", b2)
+    (b2 / "inference_perfbench_v1.json").write_text("{not json")
+    before = (b1 / "inference_perfbench_v1.json").read_bytes() if (b1 / "inference_perfbench_v1.json").exists() \
+        else None
+    assert main(["bundle", "kernel-internals", str(b1), str(b2)]) == 2
+    after = (b1 / "inference_perfbench_v1.json").read_bytes() if (b1 / "inference_perfbench_v1.json").exists() \
+        else None
+    assert after == before
