@@ -101,3 +101,39 @@ def test_kernel_internals_writes_no_bundle_until_every_one_is_made(fx: Path, tmp
     after = (b1 / "inference_perfbench_v1.json").read_bytes() if (b1 / "inference_perfbench_v1.json").exists() \
         else None
     assert after == before
+
+
+@pytest.mark.parametrize(("argv", "secret"), [
+    (["vllm", "serve", "m", "--hf-overrides", '{"hf_token": "hf-value-1234", "rope": 2}'], "hf-value-1234"),
+    (["x", "--opts", "k=v,secret_key=supersecret9"], "supersecret9"),
+    (["x", "--conn", "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9vYmFyYmF6=="], "Zm9vYmFyYmF6=="),
+    (["curl", "https://h/w.bin?token=abcdef123&y=1"], "abcdef123"),
+    (["curl", "https://b.s3.amazonaws.com/k?X-Amz-Signature=deadbeef99&X-Amz-Date=1"], "deadbeef99"),
+    (["curl", "-u", "me:hunter22", "https://h"], "hunter22"),
+    (["curl", "--user=me:hunter22", "https://h"], "hunter22"),
+    (["mysql", "-phunter22", "-h", "db"], "hunter22"),
+    (["x", "--key", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----"], "MIIEvQIBADANBg"),
+])
+def test_secrets_in_every_shape_are_masked(argv: list[str], secret: str) -> None:
+    from kernelscope import redact
+
+    shown = " ".join(redact.argv(argv))
+    assert secret not in shown and redact.MASK in shown
+    assert secret not in redact.text(f"log: {' '.join(argv)}", redact.secret_values(argv))
+
+
+def test_secret_names_in_volume_attributes_are_masked() -> None:
+    from kernelscope import redact
+
+    pod = {"volumes": [{"name": "m", "csi": {"driver": "x", "volumeAttributes": {"secretKey": "s3cr3tval",
+                                                                                    "bucket": "models"}}},
+                       {"name": "f", "flexVolume": {"driver": "y", "options": {"password": "pa55word"}}}]}
+    shown = json.dumps(redact.kube(pod))
+    assert "s3cr3tval" not in shown and "pa55word" not in shown and "models" in shown
+
+
+def test_ordinary_flags_are_not_masked() -> None:
+    from kernelscope import redact
+
+    argv = ["gcc", "-pthread", "-pedantic", "-p", "8000", "--kv-cache-dtype", "fp8", "--opts", "a=1,b=2"]
+    assert redact.argv(argv) == argv

@@ -118,6 +118,22 @@ def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture
     assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret
 
 
+def test_a_canary_sharing_the_labels_is_not_the_production_pod(cluster: None) -> None:
+    """The canary's selector is a superset of production's, so `app=twin` finds both pods; the
+    ReplicaSet owner chain says which is production's."""
+    deploy(toy("twin", NS))
+    canary = toy("a-canary", NS)  # its pods list first
+    labels = {"app": "twin", "track": "canary"}
+    canary["spec"]["selector"]["matchLabels"] = labels
+    canary["spec"]["template"]["metadata"]["labels"] = labels
+    apply(canary)
+    kubectl("-n", NS, "rollout", "status", "deploy/a-canary", "--timeout=60s")
+    pods = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=twin", "-o", "json"))["items"]
+    assert len(pods) == 2
+    ins = inspect(Kube(NS), "deploy/twin", sister.DEFAULT_TOOLS_IMAGE)
+    assert ins.pod is not None and ins.pod.startswith("twin-")
+
+
 def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     """The vLLM deployment carries --api-key in its args, OPENAI_API_KEY as a literal env value and
     HF_TOKEN by secretKeyRef: none of the three values may appear in any printout."""

@@ -15,6 +15,7 @@ are masked wherever they stand."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,7 +52,21 @@ SCRUBS = (
     re.compile(r"\b(?P<secret>sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
                r"|glpat-[\w-]{16,}|hv[sbr]\.[\w-]{20,}|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abposr]-[\w-]{10,}"
                r"|nvapi-[\w-]{16,}|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*)"),
+    # a URL's query credentials: ?token=, &sig=, X-Amz-Signature=, access_key=, ...
+    re.compile(r"[?&;](?:[\w.-]*(?:token|sig|signature|secret|password|passwd|key|credential|auth)[\w.-]*)="
+               r"(?P<secret>[^&;\s#\"'<>]{4,})", re.IGNORECASE),
+    # a PEM private key wherever it stands (an argument, an env value)
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?P<secret>.*?)-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL),
 )
+# options whose value is `user:password` (curl -u, --user, --proxy-user): the password after the colon
+USER_PASSWORD = frozenset({"-u", "--user", "--proxy-user", "-U"})
+# a short option with its secret value attached: mysql -pPASSWORD
+ATTACHED = re.compile(r"-p(?!thread$|edantic$|ipe$|ie$)(?P<value>[^\s=-][^\s]{3,})")  # not gcc's -pthread
+# Kubernetes maps of name -> value whose secret names hide their values (a CSI volume's volumeAttributes,
+# a flexVolume's options, a StorageClass's parameters, a ConfigMap's or Secret's data)
+NAMED_VALUES = frozenset({"volumeAttributes", "options", "parameters", "data", "stringData"})
+# structured values: a list of NAME=value (`k=v,secret_key=x`, `AccountName=a;AccountKey=b`)
+PAIRS = re.compile(r"(?P<name>[A-Za-z_][\w.-]*)=(?P<value>[^,;&]*)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -96,15 +111,29 @@ class _Redaction:
     def argv(self, args: Sequence[str], depth: int = 0) -> list[str]:
         out: list[str] = []
         value_next = False  # the word before was a secret option: this one is its value, unless an option
+        user_next = False  # the word before was `-u`/`--user`: this one is user:password
         for arg in args:
             if value_next and not arg.startswith("-"):
                 out.append(self.hide(arg))
+                value_next = False
+                continue
+            if user_next and not arg.startswith("-"):
+                out.append(self.user_password(arg))
+                user_next = value_next = False
+                continue
+            user_next = arg in USER_PASSWORD
+            if (attached := ATTACHED.fullmatch(arg)) is not None:
+                out.append("-p" + self.hide(attached["value"]))
                 value_next = False
                 continue
             m = OPTION.fullmatch(arg)
             if m is None:
                 value_next = False
                 out.append(self.word(arg, depth))
+                continue
+            if m["name"] in USER_PASSWORD and m["sep"] is not None:
+                out.append(m["name"] + m["sep"] + self.user_password(m["value"]))
+                value_next = user_next = False
                 continue
             secret = _secret_option(m["name"])
             value_next = secret and m["sep"] is None
@@ -114,8 +143,34 @@ class _Redaction:
                 out.append(m["name"] + m["sep"] + (self.hide(m["value"]) if secret else self.word(m["value"], depth)))
         return out
 
+    def user_password(self, value: str) -> str:
+        """`user:password` as curl takes it: the user shown, the password masked."""
+        user, colon, password = value.partition(":")
+        return f"{user}:{self.hide(password)}" if colon and password else value
+
+    def structured(self, word: str) -> str | None:
+        """A JSON value or a list of NAME=value pairs inside one word (`--hf-overrides '{"hf_token": ...}'`,
+        `k=v,secret_key=x`, `AccountName=a;AccountKey=b`): the values of secret names masked where they
+        stand; None when the word is neither."""
+        found: list[str] = []
+        text = word.strip()
+        if text[:1] in "{[":
+            try:
+                _secret_leaves(json.loads(text), found)
+            except ValueError:
+                return None
+        elif "=" in text and any(c in text for c in ",;&") and not any(c.isspace() for c in text):
+            found = [m["value"] for m in PAIRS.finditer(text) if is_secret_name(m["name"]) and m["value"]]
+        else:
+            return None
+        for value in sorted(set(found), key=len, reverse=True):
+            word = word.replace(value, self.hide(value))
+        return self.scrub(word)
+
     def word(self, word: str, depth: int = 0) -> str:
         """One word that is no option: `NAME=value`, a header `Name: value`, a command line, or text."""
+        if (done := self.structured(word)) is not None:
+            return done
         if depth < NESTING and (m := ASSIGNMENT.fullmatch(word)):
             value = self.hide(m["value"]) if is_secret_name(m["name"]) else self.word(m["value"], depth + 1)
             return f"{m['name']}={value}"
@@ -184,6 +239,8 @@ class _Redaction:
             for k, v in obj.items():
                 if k == "annotations" and isinstance(v, Mapping):
                     out[k] = self.mapping(v)
+                elif k in NAMED_VALUES and isinstance(v, Mapping):
+                    out[k] = self.mapping(v)  # a CSI volume's attributes, a flexVolume's options: secret names
                 elif k in ("env", "httpHeaders") and isinstance(v, list):
                     out[k] = self.env(v)
                 elif k in ("command", "args") and isinstance(v, list):
@@ -194,6 +251,18 @@ class _Redaction:
         if isinstance(obj, list):
             return [self.kube(x) for x in obj]
         return self.scrub(obj) if isinstance(obj, str) else obj
+
+
+def _secret_leaves(obj: Any, found: list[str], secret: bool = False) -> None:
+    """The scalar values under a secret name in parsed JSON, as text."""
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            _secret_leaves(v, found, secret or is_secret_name(str(k)))
+    elif isinstance(obj, list):
+        for v in obj:
+            _secret_leaves(v, found, secret)
+    elif secret and obj is not None and not isinstance(obj, bool):
+        found.append(str(obj))
 
 
 def argv(args: Sequence[str]) -> list[str]:

@@ -141,10 +141,25 @@ def _env_names(container: dict[str, Any]) -> dict[str, str]:
 
 
 def _production_pod(kube: Kube, dep: dict[str, Any]) -> dict[str, Any] | None:
-    """A running pod of the deployment (else any of its pods), found by its selector."""
+    """A running pod of the deployment (else any of its pods): found by its selector, and kept only if
+    it belongs to the deployment through its ReplicaSet's owner reference (a canary sharing the
+    labels belongs to another Deployment). A pod with no owner reference cannot be told apart, and
+    is kept, as is every pod when the deployment records no uid."""
     labels = dep["spec"]["selector"].get("matchLabels") or {}
     pods = kube.get_json("pods", selector(labels)).get("items", []) if labels else []
+    uid = (dep.get("metadata") or {}).get("uid")
+    if uid and any(_owners(p) for p in pods):
+        sets = kube.get_json("replicasets", selector(labels)).get("items", [])
+        ours = {(rs.get("metadata") or {}).get("name") for rs in sets
+                if any(o.get("uid") == uid for o in _owners(rs))}
+        pods = [p for p in pods if not _owners(p)
+                or any(o.get("kind") == "ReplicaSet" and o.get("name") in ours for o in _owners(p))]
     return next((p for p in pods if p.get("status", {}).get("phase") == "Running"), pods[0] if pods else None)
+
+
+def _owners(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences")
+    return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
 
 
 def _read(kube: Kube, name: str) -> dict[str, Any]:
