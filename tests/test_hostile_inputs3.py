@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,10 +18,12 @@ from kernelscope.cli import main
 from kernelscope.errors import KernelscopeError
 
 
-def _with_duration(fx: Path, tmp_path: Path, text: str) -> Path:
-    """The real decode GEMM raw export with its duration field replaced by `text`."""
+def _with_duration(fx: Path, tmp_path: Path, text: str, unit: str = "us") -> Path:
+    """The real decode GEMM raw export with its duration field replaced by `text` in `unit`."""
     rows = list(csv.reader((fx / "decode_gemm-raw.csv").open(newline="")))
-    rows[2][rows[0].index("gpu__time_duration.sum")] = text
+    at = rows[0].index("gpu__time_duration.sum")
+    assert rows[1][at] == "us"
+    rows[1][at], rows[2][at] = unit, text
     out = tmp_path / "raw.csv"
     with out.open("w", newline="") as fh:
         csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
@@ -37,7 +42,7 @@ def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: 
 
 @pytest.mark.parametrize(("text", "ns"), [("35,264", 35_264_000.0), ("35.264", 35_264.0), ("1,035.5", 1_035_500.0)])
 def test_numbers_ncu_writes_are_read(fx: Path, tmp_path: Path, text: str, ns: float) -> None:
-    (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, text)))  # the export's unit is usecond
+    (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, text)))  # the export's unit is us
     assert a.record.duration_ns == pytest.approx(ns)
 
 
@@ -45,6 +50,14 @@ def test_an_impossible_value_is_unmeasured_with_the_reason(fx: Path, tmp_path: P
     (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, "-35.26")))
     assert a.record.duration_ns is None and "duration_ns" in a.record.unmeasured
     assert any("never negative" in n for n in a.record.notes) and a.pct_sol_memory is None
+
+
+def test_a_time_without_its_unit_is_refused(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Read as the base unit, 35.26 µs with its unit blanked became 35 ns; ncu never writes a time,
+    size or rate without one."""
+    assert main(["analyze", str(_with_duration(fx, tmp_path, "35.26", unit=""))]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "line 3:" in err and "gpu__time_duration.sum (units row) has no unit" in err
 
 
 def test_inputs_after_double_dash_are_inputs(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -137,3 +150,67 @@ def test_ordinary_flags_are_not_masked() -> None:
 
     argv = ["gcc", "-pthread", "-pedantic", "-p", "8000", "--kv-cache-dtype", "fp8", "--opts", "a=1,b=2"]
     assert redact.argv(argv) == argv
+
+
+@pytest.mark.parametrize(("flag", "text", "problem"), [
+    ("--nsys", '"Total Time (ns)","Name"\n"-5000","k"\n', "line 2: Total Time (ns) is -5000, and it is never negative"),
+    ("--zymtrace", "name,share %\nk,450\n", "line 2: share % is 450 %, over the whole"),
+    ("--zymtrace", "name,share %\nk,60\nj,60\n", "the shares add up to 120.0 %, over the whole"),
+    ("--zymtrace", "name,share %\nk,35_264\n", "line 2: share %: '35_264' is not a number as ncu writes it"),
+])
+def test_an_impossible_profile_figure_is_refused(fx: Path, tmp_path: Path, flag: str, text: str, problem: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A negative nsys total or a share over the whole was joined as measured (a negative time %)."""
+    profile = tmp_path / "profile.csv"
+    profile.write_text(text)
+    assert main(["join", str(fx / "decode_gemm.ncu-rep"), flag, str(profile)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(profile) in err and problem in err
+
+
+def test_a_csv_that_changes_while_its_parts_are_read_is_refused(fx: Path, tmp_path: Path) -> None:
+    """`analyze --jobs 2` on an export cut while it was read ended with exit 0 and 1,482 of 2,000
+    launches: parts past the cut read no bytes, with no error."""
+    from kernelscope.errors import InputError
+    from kernelscope.ingest import parts
+    path = tmp_path / "raw.csv"
+    lines = (fx / "floor-raw.csv").read_bytes().splitlines(keepends=True)
+    kept = [line for line in lines if not line.startswith(b"==")]  # with ncu's log lines, it is read whole
+    path.write_bytes(b"".join(kept))
+    split = parts.split(path, 16_384, jobs=2)
+    assert isinstance(split, parts.CsvSplit) and split.parts >= 3
+    assert sum(1 for i in range(split.parts) for _ in split.read_part(i)) == len(kept) - 2
+    with path.open("r+b") as fh:
+        fh.truncate(split.bounds[1] + 100)  # mid-line, in part 1
+    for i in (0, 1, 2):
+        with pytest.raises(InputError, match=r"changed while it was read \(\d+ bytes when it was split, \d+ now\)"):
+            list(split.read_part(i))
+    with pytest.raises(InputError, match="cut short"):  # the whole-file read's own words
+        list(split.read_from(1, 0))
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    ("launch_id", 2**64, "items[0].record.launch_id: expected int (int64), got 18446744073709551616"),
+    ("duration_ns", "abc", "items[0].record.duration_ns: expected a number, got 'abc'"),
+    ("name", None, "items[0].record.name: expected str, got None"),
+])
+def test_records_changed_by_the_caller_are_refused_by_field(fx: Path, field: str, value: Any,
+                                                            problem: str) -> None:
+    """`dataclasses.replace` on a record, then to_dataframe: an OverflowError or TypeError from pandas."""
+    import dataclasses
+    (a,), _ = kernelscope.analyze(str(fx / "decode_gemm.ncu-rep"))
+    changed = dataclasses.replace(a, record=dataclasses.replace(a.record, **{field: value}))
+    for per in ("launch", "kernel"):
+        with pytest.raises(KernelscopeError, match=re.escape(f"to_dataframe: {problem}")):
+            kernelscope.to_dataframe([changed], per=per)
+
+
+def test_a_pathlike_that_returns_no_path_is_refused() -> None:
+    class Odd:
+        def __fspath__(self) -> int:
+            return 5
+
+    os.PathLike.register(Odd)
+    for call in (kernelscope.load, kernelscope.analyze):
+        with pytest.raises(KernelscopeError, match="inputs: expected a path, got Odd"):
+            call(Odd())  # type: ignore[arg-type]

@@ -118,6 +118,19 @@ def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture
     assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret
 
 
+def test_a_node_label_that_is_no_version_is_unknown(cluster: None) -> None:
+    """The GPU operator's CUDA label set by hand to text was compared as a number (a traceback)."""
+    deploy(toy("labelled", NS))
+    node = kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
+    kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=twelve")
+    try:
+        ins = inspect(Kube(NS), "deploy/labelled", sister.DEFAULT_TOOLS_IMAGE)
+    finally:
+        kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=12")
+    skew = next(f for f in ins.findings if f.name == "cuda-driver-skew")
+    assert skew.level == "info" and "node driver supports CUDA unknown" in skew.message
+
+
 def test_a_canary_sharing_the_labels_is_not_the_production_pod(cluster: None) -> None:
     """The canary's selector is a superset of production's, so `app=twin` finds both pods; the
     ReplicaSet owner chain says which is production's."""
@@ -369,17 +382,23 @@ def test_a_foreign_release_is_never_touched(cluster: None, tmp_path: Path, capsy
 
 def test_cleanup_finds_expired_sisters(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ins = inspect(Kube(NS), "deploy/toy", "tools")
-    for release, ttl in (("ks-old", -10), ("ks-new", 3600)):
+    for release, ttl, label in (("ks-old", -10, None), ("ks-new", 3600, None), ("ks-never", -10, "never"),
+                                ("ks-huge", -10, "9" * 20)):
         opts = sister.SisterOptions(release=release, capture_id="x", ttl_s=3600)
         vals = sister.values(ins, opts, ["sleep", "3600"], now=time.time() + ttl - 3600)
+        if label:  # set by hand: an expiry that is not unix seconds is unknown, never expired
+            vals["labels"][sister.EXPIRES_LABEL] = label
         vf = tmp_path / f"{release}.json"
         vf.write_text(json.dumps(vals))
         subprocess.run(["helm", "-n", NS, "install", release, sister.chart_path(), "-f", str(vf), "--labels", OWNED],
                        check=True, capture_output=True)
+    assert main(["k8s", "cleanup", "-n", NS, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "ks-never: capture x" in out and "expiry label 'never' is not unix seconds: expiry unknown" in out
     assert main(["k8s", "cleanup", "-n", NS, "--expired"]) == 0
     assert "ks-old" in capsys.readouterr().out
     left = subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True, text=True).stdout.split()
-    assert "ks-old" not in left and "ks-new" in left
+    assert "ks-old" not in left and {"ks-new", "ks-never", "ks-huge"} <= set(left)
     assert main(["k8s", "cleanup", "-n", NS]) == 0 and wait_gone() == ""
 
 

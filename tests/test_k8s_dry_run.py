@@ -312,3 +312,38 @@ def test_the_shell_form_of_vllms_guide_plans_tensor_parallel_and_the_serving_win
     assert cmd[-3:-1] == ["/bin/sh", "-c"]
     flag = shlex.join(["--profiler-config", '{"profiler": "cuda"}'])
     assert cmd[-1] == f"pip list >/dev/null && exec {shlex.join(SERVE)} {flag}"
+
+
+@pytest.mark.parametrize(("edit", "problem"), [
+    (lambda c, p, t: c.update(env=["HF_HOME=/x"]), "spec.template.spec.containers[0].env[0] is a string, not a map"),
+    (lambda c, p, t: c.update(resources="8 gpus"), "containers[0].resources is a string, not a mapping"),
+    (lambda c, p, t: c.update(resources={"limits": ["a"]}), "containers[0].resources.limits is a list, not a mapping"),
+    (lambda c, p, t: p.update(volumes={"a": 1}), "spec.template.spec.volumes is a mapping, not a list"),
+    (lambda c, p, t: c.update(readinessProbe="http"), "containers[0].readinessProbe is a string, not a mapping"),
+    (lambda c, p, t: c.update(args=["--port", 8000]), "containers[0].args[1] is a number, not a string"),
+    (lambda c, p, t: c.update(env=[{"name": "A", "valueFrom": "secret"}]), "env[0].valueFrom is a string, not a"),
+    (lambda c, p, t: t.update(metadata={"labels": ["a"]}), "spec.template.metadata.labels is a list, not a mapping"),
+    (lambda c, p, t: p.update(initContainers="x"), "spec.template.spec.initContainers is a string, not a list"),
+])
+def test_a_wrong_typed_field_is_one_error_line(tmp_path: Path, no_cluster: None, capsys: pytest.CaptureFixture[str],
+                                               edit: Any, problem: str) -> None:
+    """Hand-written manifests: each of these raised an AttributeError deep in inspect (a traceback)."""
+    dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
+    template = dep["spec"]["template"]
+    edit(template["spec"]["containers"][0], template["spec"], template)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    assert main(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
+                 str(tmp_path / "never-written"), "--dry-run", "--from-manifest", str(manifest)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(manifest) in err and "deployment vllm-llama: " in err and problem in err
+
+
+def test_a_null_field_is_an_absent_one(tmp_path: Path, no_cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """`metadata:` with nothing under it is null, which `kubectl apply` reads as absent: planned, not refused."""
+    dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
+    dep["spec"]["template"]["metadata"] = None
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    out, _ = plan(capsys, manifest)
+    assert "--- # sister pod" in out

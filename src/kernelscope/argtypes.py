@@ -27,6 +27,19 @@ def path(text: str) -> str:
     return text
 
 
+def words(text: str) -> tuple[str, ...]:
+    """A command given as one shell-quoted string (an image's ENTRYPOINT): split here, so that an
+    unclosed quote is refused as the option's error, not a traceback."""
+    import shlex
+    try:
+        split = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r:.60}: {exc} (quote it as a shell would)") from None
+    if not split:
+        raise argparse.ArgumentTypeError("an empty command")
+    return split
+
+
 def _finite(text: str, what: str, above_zero: bool) -> float:
     try:
         value = float(text)

@@ -487,8 +487,6 @@ def cmd_k8s(a: argparse.Namespace) -> int:
 
 
 def _k8s_capture(a: argparse.Namespace) -> int:
-    import shlex
-
     from . import app
     from .k8s.capture import K8sCaptureRequest
     from .k8s.dryrun import capture_plan
@@ -497,7 +495,7 @@ def _k8s_capture(a: argparse.Namespace) -> int:
         namespace=a.namespace, target=a.deployment, plan=_plan(a), out=Path(a.out),
         command=("kernelscope", *sys.argv[1:]), tools_image=a.tools_image, ncu_home=a.ncu_home,
         ncu_in_image=a.ncu_in_image, pull_secret=a.pull_secret, release=a.release, container=a.container,
-        entrypoint=tuple(shlex.split(a.entrypoint)) if a.entrypoint else None, strategy=a.strategy,
+        entrypoint=a.entrypoint, strategy=a.strategy,
         pod_per_kernel=a.pod_per_kernel, grant_profiling_cap=a.grant_profiling_cap,
         warmup_requests=a.warmup_requests, warmup_path=a.warmup_path, warmup_body=a.warmup_body,
         warmup_port=a.warmup_port, window=a.window,
@@ -804,7 +802,8 @@ def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
             kp.add_argument("--ncu-in-image", help="an ncu path already in the serving and tools images (no copy)")
             kp.add_argument("--pull-secret", help="imagePullSecret for the tools image's registry")
             kp.add_argument("--release", help="sister release name (default ks-NAME-<capture id>)")
-            kp.add_argument("--entrypoint", help="the image's ENTRYPOINT, for a container that sets only args")
+            kp.add_argument("--entrypoint", type=T.words,
+                            help="the image's ENTRYPOINT, for a container that sets only args")
             kp.add_argument("--pod-per-kernel", action="store_true",
                             help="one sister per kernel (a model load each) instead of one filter covering all")
             kp.add_argument("--warmup-requests", type=T.count, default=0,

@@ -292,7 +292,7 @@ def _in_range(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-INT64 = range(-(2**63), 2**63)  # an integer column is int64 in Parquet and DataFrames
+INT64 = typed.INT64
 
 
 _KINDS: dict[Kind, Callable[[Any], bool]] = {

@@ -74,10 +74,13 @@ def _float(value: Any) -> float:
     return number
 
 
+INT64 = range(-(2**63), 2**63)  # every integer column (Parquet, DataFrames, JSON readers) is int64
+
+
 def _exact(tp: type) -> Check:
     def check(value: Any) -> Any:
-        if not isinstance(value, tp) or (tp is int and isinstance(value, bool)):
-            raise _Problem(f"expected {tp.__name__}, got {value!r:.80}")
+        if not isinstance(value, tp) or (tp is int and (isinstance(value, bool) or value not in INT64)):
+            raise _Problem(f"expected {tp.__name__}{' (int64)' if tp is int else ''}, got {value!r:.80}")
         return value
 
     return check

@@ -217,9 +217,12 @@ def input_paths(paths: Inputs) -> list[Path]:
         raise KernelscopeError(f"inputs: expected a path or a list of paths, got {type(paths).__name__}")
     out = []
     for raw in items:
-        if not isinstance(raw, (str, os.PathLike)) or isinstance(os.fspath(raw), bytes):
+        try:  # a PathLike's __fspath__ is the caller's code: it may return anything, or raise
+            text = os.fspath(raw) if isinstance(raw, (str, os.PathLike)) else None
+        except (TypeError, ValueError):
+            text = None
+        if not isinstance(text, str):
             raise KernelscopeError(f"inputs: expected a path, got {type(raw).__name__} {raw!r:.80}")
-        text = os.fspath(raw)
         if not text.strip() or "\x00" in text:
             raise InputError(repr(text), "not a usable path (empty, or a NUL byte)")
         out.append(Path(text))

@@ -28,7 +28,7 @@ from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel, all_in_range, in_range
 from .names import kernel_name
-from .units import MalformedNumber, in_range_of, number, parse_number, unit_factor, unknown
+from .units import MalformedNumber, blank_unit, in_range_of, needs_unit, number, parse_number, unit_factor, unknown
 
 KERNEL_NAME = "Kernel Name"
 
@@ -243,6 +243,7 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
     at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
     factors = _factors(header, units, at, source)
+    blank = [i for i in at if needs_unit(header[i]) and not (units[i] if i < len(units) else "").strip()]
     pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple
     name_at = header.index(KERNEL_NAME)
     id_at, grid_at, block_at, device_at = (_column(header, c) for c in ("ID", "Grid Size", "Block Size",
@@ -253,8 +254,11 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
             _misfit(source, line, row, header)
         try:
             figures = metrics_of(names, factors, pick(row))
+            unitless = next((header[i] for i in blank if number(row[i]) is not None), None)
         except MalformedNumber as exc:
             raise InputError(source, f"line {line}: {exc}") from None
+        if unitless:
+            raise InputError(source, f"line {line}: " + blank_unit(f"column {unitless} (units row)"))
         yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
                         _field(row, device_at), *figures)
 
@@ -344,6 +348,8 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
                 value = number(row[value_at])
             except MalformedNumber as exc:
                 raise InputError(source, f"line {line}: {row[section_at]} / {label}: {exc}") from None
+            if value is not None and not row[unit_at].strip() and needs_unit(name):
+                raise InputError(source, f"line {line}: " + blank_unit(f"{row[section_at]} / {label}"))
             if value is not None:
                 if in_range(value) and in_range(value * factor):
                     metrics[name] = value * factor

@@ -46,9 +46,18 @@ class CsvSplit:
         with open_input(self.path, what="report") as fh:
             fh.seek(self.bounds[i])
             data = fh.read(self.bounds[i + 1] - self.bounds[i])
+            self._unchanged(fh, len(data) == self.bounds[i + 1] - self.bounds[i])
         lines = csv_pages.text(io.BytesIO(data), start=False)  # as the whole-file read splits and decodes
         shown = str(self.path)
         yield from csv_pages.read_raw(self.header, csv_pages.records(lines, shown, strict=True), shown, self.units)
+
+    def _unchanged(self, fh: BinaryIO, whole: bool) -> None:
+        """Refuse a file whose size is not the one it was split at (being written, cut, or appended
+        to): its parts would hold some launches and drop the rest, with no error."""
+        size = fh.seek(0, io.SEEK_END)
+        if not whole or size != self.bounds[-1]:
+            raise InputError(self.path, f"changed while it was read ({self.bounds[-1]} bytes when it was split, "
+                                        f"{size} now): read it again once it is complete")
 
     def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
         """The launches from part i's start to the end of the file in one stream, as a whole-file
@@ -60,6 +69,7 @@ class CsvSplit:
             for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
                 seen += 1
                 yield raw
+            self._unchanged(fh, True)
         if not seen:
             raise InputError(shown, NO_LAUNCHES)
 

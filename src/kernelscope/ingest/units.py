@@ -54,6 +54,17 @@ def unit_factor(unit: str) -> float | None:
     return factor / (per / 1e9 if den in TIME_NS else per)
 
 
+def needs_unit(name: str) -> bool:
+    """A time, size or rate counter: ncu always writes its unit, so a blank one is a damaged file,
+    not a plain number (read as a base unit, a 35 µs kernel would become 35 ns)."""
+    return "time_duration" in name or "bytes" in name or name.endswith(".per_second")
+
+
+def blank_unit(figure: str) -> str:
+    """The problem a blank unit on a time, size or rate figure is refused with."""
+    return f"{figure} has no unit, and a time, size or rate has one in every ncu export (refused rather than guessed)"
+
+
 def unknown(figure: str, unit: str) -> str:
     """The problem an unknown unit on a figure that is read is refused with."""
     return f"{figure} is in {unit!r}, a unit ncu does not write (refused rather than read as a base unit)"

@@ -246,7 +246,7 @@ def cleanup(namespace: str, release: str | None, expired: bool, timeout: float, 
     ours = [check_name("release", r, cluster=True) for r in listed.split() if r]
     pods = kube.get_json("pods", f"--selector={sister.OWNER_LABEL}={sister.OWNER}").get("items", [])
     labels = {check_name("pod", p["metadata"]["name"], cluster=True): p["metadata"].get("labels") or {} for p in pods}
-    expiry = {n: int(lb.get(sister.EXPIRES_LABEL, "0") or 0) for n, lb in labels.items()}
+    expiry = {n: sister.expires_at(lb) or 0 for n, lb in labels.items()}  # 0: unknown, not removed by --expired
     if release is not None:
         if release not in ours:
             raise KubeError(f"release {release} is not one of kernelscope's sisters in {namespace}; not touching it")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .findings import GPU, gpu_request, named
 from .kubectl import Step
-from .sister import CAPTURE_LABEL, EXPIRES_LABEL, INSTALL, REPORTS, SISTER_OF_LABEL, TOOLS
+from .sister import CAPTURE_LABEL, EXPIRES_LABEL, INSTALL, REPORTS, SISTER_OF_LABEL, TOOLS, expires_at
 
 if TYPE_CHECKING:
     from .capture import Cleanup, K8sCaptureResult
@@ -80,10 +80,11 @@ def capture_plan(result: K8sCaptureResult, source: Path | None) -> list[str]:
 
 
 def _expiry(labels: dict[str, str], now: float) -> str:
-    raw = labels.get(EXPIRES_LABEL, "")
-    if not raw.isdigit():
-        return "no expiry label"
-    at, left = int(raw), int(raw) - int(now)
+    at = expires_at(labels)
+    if at is None:
+        raw = labels.get(EXPIRES_LABEL)
+        return "no expiry label" if raw is None else f"expiry label {raw!r:.40} is not unix seconds: expiry unknown"
+    left = at - int(now)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
     return f"expires {when} ({f'in {left} s' if left > 0 else f'{-left} s ago'})"
 

@@ -23,6 +23,8 @@ DRIVER_CUDA_LABELS = (("nvidia.com/cuda.runtime-version.major", "nvidia.com/cuda
                       ("nvidia.com/cuda.runtime.major", "nvidia.com/cuda.runtime.minor"))
 DRIVER_VERSION_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver.major")
 LOG_CUDA = re.compile(r"(?:CUDA(?: runtime)?(?: version)?[ :=]+v?(\d+)\.(\d+))|(?:\+cu(\d{2,3})\b)", re.IGNORECASE)
+CUDA_VERSION = re.compile(r"\d{1,3}\.\d{1,3}")
+DRIVER_VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){0,2}")
 NCU_TAG = re.compile(r"ncu[-_]?(\d{4}\.\d+(?:\.\d+)?)")
 
 
@@ -121,13 +123,16 @@ def _server_port(container: dict[str, Any], args: list[str]) -> int:
     if port is not None:
         return as_int(port, 8000)
     ports = [p.get("containerPort") for p in container.get("ports") or [] if p.get("containerPort")]
-    return int(ports[0]) if ports else 8000
+    return as_int(ports[0], 8000) if ports else 8000
 
 
 def _node_cuda(labels: dict[str, str]) -> tuple[str | None, str | None]:
+    """The CUDA version and driver the GPU operator's node labels name; a label that is not a version
+    (hand-set, another operator's) names none: unknown, never read as one."""
     cuda = next((f"{labels[a]}.{labels.get(b, '0')}" for a, b in DRIVER_CUDA_LABELS if a in labels), None)
     driver = next((labels[k] for k in DRIVER_VERSION_LABELS if k in labels), None)
-    return cuda, driver
+    return (cuda if cuda and CUDA_VERSION.fullmatch(cuda) else None,
+            driver if driver and DRIVER_VERSION.fullmatch(driver) else None)
 
 
 def attachable(command: list[str]) -> bool:

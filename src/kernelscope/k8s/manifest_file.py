@@ -35,25 +35,64 @@ def _name(obj: dict[str, Any]) -> str:
     return str(meta.get("name")) if isinstance(meta, dict) else "?"
 
 
+# The fields inspect and the sister read, with the type the Kubernetes API gives each: a mapping
+# (dict), a list of one shape ([shape]), a string. A hand-written or cut-down manifest that breaks
+# one fails here with its path and field, never deeper with a KeyError or an AttributeError; the
+# fields not listed are copied into the sister as they are, and the API server judges them there.
+Shape = type | dict[str, "Shape"] | list["Shape"]
+_CONTAINER: dict[str, Shape] = {
+    "name": str, "image": str, "command": [str], "args": [str], "workingDir": str,
+    "env": [{"name": str, "value": str, "valueFrom": dict}], "envFrom": [dict], "ports": [dict],
+    "volumeMounts": [dict], "resources": {"limits": dict, "requests": dict}, "securityContext": dict,
+    "livenessProbe": dict, "readinessProbe": dict, "startupProbe": dict,
+}
+_DEPLOYMENT: dict[str, Shape] = {
+    "metadata": {"name": str, "namespace": str, "labels": dict, "annotations": dict},
+    "spec": {"selector": {"matchLabels": dict}, "template": {
+        "metadata": {"labels": dict, "annotations": dict},
+        "spec": {"containers": [_CONTAINER], "initContainers": [_CONTAINER], "volumes": [dict],
+                 "tolerations": [dict], "nodeSelector": dict, "imagePullSecrets": [dict],
+                 "securityContext": dict, "affinity": dict, "serviceAccountName": str}}},
+}
+_WORDS = {dict: "a mapping", list: "a list", str: "a string", bool: "true/false", int: "a number", float: "a number"}
+
+
+def _without_nulls(value: Any) -> Any:
+    """A null field is an absent one, as `kubectl apply` reads it (`metadata:` with nothing under it)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return [_without_nulls(v) for v in value] if isinstance(value, list) else value
+
+
+def _conform(value: Any, shape: Shape, where: str, path: Path, name: str) -> None:
+    kind = dict if isinstance(shape, dict) else list if isinstance(shape, list) else shape
+    if not isinstance(value, kind):
+        got = _WORDS.get(type(value), type(value).__name__)
+        raise InputError(path, f"deployment {name}: {where.lstrip('.') or 'the object'} is {got}, not {_WORDS[kind]}"
+                               f" ({str(value)!r:.40})")
+    if isinstance(shape, dict) and isinstance(value, dict):
+        for key, inner in shape.items():
+            if key in value:
+                _conform(value[key], inner, f"{where}.{key}", path, name)
+    elif isinstance(shape, list) and isinstance(value, list):
+        for i, item in enumerate(value):
+            _conform(item, shape[0], f"{where}[{i}]", path, name)
+
+
 def _check_shape(dep: dict[str, Any], path: Path, name: str) -> None:
-    """What inspect and the sister read, present and of the right type, so that a hand-written or
-    cut-down manifest fails here with its path, never deeper with a KeyError."""
+    """The deployment's fields of _DEPLOYMENT of their types, its containers named, its replicas a count."""
     where = f"deployment {name}"
-    spec = dep.get("spec")
-    template = spec.get("template") if isinstance(spec, dict) else None
-    pod = template.get("spec") if isinstance(template, dict) else None
-    containers = pod.get("containers") if isinstance(pod, dict) else None
-    if not isinstance(containers, list) or not containers:
+    _conform(dep, _DEPLOYMENT, "", path, name)
+    containers = (((dep.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")
+    if not containers:
         raise InputError(path, f"{where} has no spec.template.spec.containers")
-    replicas = spec.get("replicas", 1) if isinstance(spec, dict) else 1
+    replicas = dep["spec"].get("replicas", 1)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         raise InputError(path, f"{where}: spec.replicas {replicas!r:.40} is not a count")
-    for c in containers:
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-            raise InputError(path, f"{where}: a container without a name")
-        for key in ("command", "args", "env", "volumeMounts", "ports"):
-            if not isinstance(c.get(key, []), list):
-                raise InputError(path, f"{where}: container {c['name']!r:.60} {key} is not a list")
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(dep["spec"]["template"]["spec"].get(kind, [])):
+            if "name" not in c:
+                raise InputError(path, f"{where}: spec.template.spec.{kind}[{i}] has no name")
 
 
 def load(path: Path, name: str, namespace: str) -> dict[str, Any]:
@@ -68,6 +107,6 @@ def load(path: Path, name: str, namespace: str) -> dict[str, Any]:
     if not in_ns:
         other = check_name("namespace", found[0]["metadata"]["namespace"])
         raise InputError(path, f"deployment {name} is in namespace {other}, not {namespace}: pass -n {other}")
-    dep = in_ns[0]
+    dep: dict[str, Any] = _without_nulls(in_ns[0])
     _check_shape(dep, path, name)
     return dep

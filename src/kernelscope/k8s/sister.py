@@ -51,6 +51,13 @@ class SisterOptions:
         return self.ncu_in_image or f"{NCU_DIR}/ncu"
 
 
+def expires_at(labels: dict[str, str]) -> int | None:
+    """A sister's expiry in unix seconds, from the label `labels` below writes; None for a label
+    that is absent or not such a number (`never`, 20 digits): the pod's expiry is unknown."""
+    raw = labels.get(EXPIRES_LABEL, "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 11 else None
+
+
 def labels(ins: Inspection, opts: SisterOptions, now: float | None = None) -> dict[str, str]:
     expires = int((now or time.time()) + opts.ttl_s)
     return {"app.kubernetes.io/name": "kernelscope-sister", "app.kubernetes.io/instance": opts.release,

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import typed
 from ..columns import COLUMNS, INT64, UNITS, Kind, kernel_object, record_object
 from ..errors import KernelscopeError
 from ..model import Assessment, KernelRecord
@@ -83,9 +84,13 @@ def _checked(items: Iterable[KernelRecord | Assessment]) -> list[KernelRecord | 
         raise KernelscopeError(f"to_dataframe: expected a list of KernelRecord or Assessment, got "
                                f"{type(items).__name__}")
     out = list(items)
-    for i in out:
+    for at, i in enumerate(out):
         if not isinstance(i, (Assessment, KernelRecord)):
             raise KernelscopeError(f"to_dataframe: expected KernelRecord or Assessment items, got {type(i).__name__}")
+        try:  # a record changed by the caller (dataclasses.replace, object.__setattr__) is checked as a document is
+            typed.build(type(i), typed.plain(i), f"items[{at}]")
+        except typed.TypeProblem as exc:
+            raise KernelscopeError(f"to_dataframe: {exc}") from None
     return out
 
 

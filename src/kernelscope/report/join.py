@@ -39,7 +39,7 @@ from ..errors import InputError
 from ..files import open_input
 from ..ingest import csv_pages
 from ..ingest.names import kernel_name, template_name
-from ..ingest.units import parse_number
+from ..ingest.units import MalformedNumber, parse_number
 from ..model import Assessment
 from . import kernels
 from .kernels import Ranked
@@ -129,7 +129,7 @@ def read_nsys(path: Path) -> dict[str, float]:
     name_at, time_at = header.index("Name"), header.index("Total Time (ns)")
     out: dict[str, float] = {}
     for line, row in rows:
-        name, value = _name(path, line, row[name_at]), parse_number(row[time_at])
+        name, value = _name(path, line, row[name_at]), _figure(path, line, row[time_at], "Total Time (ns)")
         if value is not None:
             out[name] = out.get(name, 0.0) + value / 1e6
     return out
@@ -145,10 +145,26 @@ def read_shares(path: Path) -> dict[str, float]:
         raise InputError(path, "needs a name column and a share % column")
     out: dict[str, float] = {}
     for line, row in rows:
-        name, value = _name(path, line, row[name_at]), parse_number(row[share_at].rstrip("%"))
+        name, value = _name(path, line, row[name_at]), _figure(path, line, row[share_at].rstrip("%"), header[share_at])
+        if value is not None and value > 100:
+            raise InputError(path, f"line {line}: {header[share_at]} is {value:g} %, over the whole")
         if value is not None:
             out[name] = out.get(name, 0.0) + value
+    if sum(out.values()) > 100.5:  # rounding of shares written to 0.1 %
+        raise InputError(path, f"the shares add up to {sum(out.values()):.1f} %, over the whole")
     return out
+
+
+def _figure(path: Path, line: int, text: str, column: str) -> float | None:
+    """A profile's figure: unmeasured when blank or out of range; a malformed or negative one is a
+    damaged file (a total time or a share is never negative), refused with its line."""
+    try:
+        value = parse_number(text)
+    except MalformedNumber as exc:
+        raise InputError(path, f"line {line}: {column}: {exc}") from None
+    if value is not None and value < 0:
+        raise InputError(path, f"line {line}: {column} is {value:g}, and it is never negative")
+    return value
 
 
 def lookup(table: Mapping[str, V], name: str, truncated: bool = True) -> V | None:
