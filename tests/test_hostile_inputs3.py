@@ -14,8 +14,18 @@ from typing import Any
 import pytest
 
 import kernelscope
-from kernelscope.cli import main
+from hostile import LAST_ERROR, LAST_OUTPUT, api, cli
 from kernelscope.errors import KernelscopeError
+
+NUMBERS = "round 3: numbers as ncu writes them, units, impossible values"
+DROPPED = "round 3: inputs neither dropped nor doubled"
+ONE_LINE = "round 3: OSError, malformed objects, API misuse as one error"
+
+
+def refused(argv: list[str], klass: str) -> str:
+    """The one error line a CLI call ends with (exit 2), counted in the hostile tally by class."""
+    assert cli(argv, klass) == "clean", LAST_OUTPUT[0]
+    return next(line for line in LAST_ERROR[0].splitlines() if line.startswith("kernelscope: error:"))
 
 
 def _with_duration(fx: Path, tmp_path: Path, text: str, unit: str = "us") -> Path:
@@ -31,12 +41,10 @@ def _with_duration(fx: Path, tmp_path: Path, text: str, unit: str = "us") -> Pat
 
 
 @pytest.mark.parametrize("text", ["35,264000", "35,26", "35_264", "1,23,456"])
-def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: str,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: str) -> None:
     """A decimal comma or underscores are another locale's or language's number, never read as ncu's
     thousands separators (35,264000 µs was read as 35 s, 35,26 as 3,526)."""
-    assert main(["analyze", str(_with_duration(fx, tmp_path, text))]) == 2
-    err = capsys.readouterr().err.strip()
+    err = refused(["analyze", str(_with_duration(fx, tmp_path, text))], NUMBERS)
     assert err.count("\n") == 0 and "line 3:" in err and "is not a number as ncu writes it" in err
 
 
@@ -52,33 +60,31 @@ def test_an_impossible_value_is_unmeasured_with_the_reason(fx: Path, tmp_path: P
     assert any("never negative" in n for n in a.record.notes) and a.pct_sol_memory is None
 
 
-def test_a_time_without_its_unit_is_refused(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_time_without_its_unit_is_refused(fx: Path, tmp_path: Path) -> None:
     """Read as the base unit, 35.26 µs with its unit blanked became 35 ns; ncu never writes a time,
     size or rate without one."""
-    assert main(["analyze", str(_with_duration(fx, tmp_path, "35.26", unit=""))]) == 2
-    err = capsys.readouterr().err.strip()
+    err = refused(["analyze", str(_with_duration(fx, tmp_path, "35.26", unit=""))], NUMBERS)
     assert err.count("\n") == 0 and "line 3:" in err and "gpu__time_duration.sum (units row) has no unit" in err
 
 
-def test_inputs_after_double_dash_are_inputs(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--", str(fx / "decode_gemm.ncu-rep"), "--format",
-                 "json"]) == 2  # after `--`, "--format" is a file name: no such file
-    capsys.readouterr()
+def test_inputs_after_double_dash_are_inputs(fx: Path) -> None:
+    err = refused(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--", str(fx / "decode_gemm.ncu-rep"), "--format",
+                   "json"], DROPPED)  # after `--`, "--format" is a file name: no such file
+    assert "--format" in err
     argv = ["analyze", "--format", "json", str(fx / "gemm_bf16.ncu-rep"), "--", str(fx / "decode_gemm.ncu-rep")]
-    assert main(argv) == 0
-    assert len(json.loads(capsys.readouterr().out)["kernels"]) == 2
+    assert cli(argv, DROPPED) == "handled"
+    assert len(json.loads(LAST_OUTPUT[0])["kernels"]) == 2
 
 
-def test_a_report_given_twice_is_refused_not_doubled(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_report_given_twice_is_refused_not_doubled(fx: Path) -> None:
     bundle = fx / "bundle_attn_causal"
     report = next(bundle.glob("*/*.ncu-rep"))
     for argv in ([str(fx / "gemm_bf16.ncu-rep")] * 2, [str(bundle), str(report)]):
-        assert main(["analyze", *argv]) == 2
-        err = capsys.readouterr().err
-        assert "its launches would count twice" in err and err.count("\n") == 1
+        err = refused(["analyze", *argv], DROPPED)
+        assert "its launches would count twice" in err and err.count("\n") == 0
 
 
-def test_a_print_summary_csv_is_no_launches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_print_summary_csv_is_no_launches(tmp_path: Path) -> None:
     """ncu --print-summary per-kernel --csv: min/max/average per kernel, never 127 invented launches."""
     head = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
             "Grid Size", "Device", "CC", "Invocations", "Section Name", "Metric Name", "Metric Unit", "Minimum",
@@ -88,16 +94,14 @@ def test_a_print_summary_csv_is_no_launches(tmp_path: Path, capsys: pytest.Captu
     path = tmp_path / "summary.csv"
     with path.open("w", newline="") as fh:
         csv.writer(fh, quoting=csv.QUOTE_ALL).writerows([head, row, row])
-    assert main(["analyze", str(path)]) == 2
-    assert "an ncu --print-summary CSV" in capsys.readouterr().err
+    assert "an ncu --print-summary CSV" in refused(["analyze", str(path)], DROPPED)
 
 
-def test_paths_the_system_refuses_are_one_line(fx: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_paths_the_system_refuses_are_one_line(fx: Path, tmp_path: Path) -> None:
     long = str(tmp_path / ("a" * 300))
-    assert main(["analyze", long]) == 2
-    assert main(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--out-dir", long]) == 2
-    errs = capsys.readouterr().err.strip().splitlines()
-    assert len(errs) == 2 and all(e.startswith("kernelscope: error: ") and "too long" in e for e in errs)
+    errs = [refused(["analyze", long], ONE_LINE),
+            refused(["analyze", str(fx / "gemm_bf16.ncu-rep"), "--out-dir", long], ONE_LINE)]
+    assert all(e.startswith("kernelscope: error: ") and "too long" in e for e in errs)
     with pytest.raises(KernelscopeError, match="cannot read"):
         kernelscope.analyze(long)
 
@@ -110,7 +114,7 @@ def test_kernel_internals_writes_no_bundle_until_every_one_is_made(fx: Path, tmp
     (b2 / "inference_perfbench_v1.json").write_text("{not json")
     before = (b1 / "inference_perfbench_v1.json").read_bytes() if (b1 / "inference_perfbench_v1.json").exists() \
         else None
-    assert main(["bundle", "kernel-internals", str(b1), str(b2)]) == 2
+    refused(["bundle", "kernel-internals", str(b1), str(b2)], DROPPED)
     after = (b1 / "inference_perfbench_v1.json").read_bytes() if (b1 / "inference_perfbench_v1.json").exists() \
         else None
     assert after == before
@@ -158,13 +162,11 @@ def test_ordinary_flags_are_not_masked() -> None:
     ("--zymtrace", "name,share %\nk,60\nj,60\n", "the shares add up to 120.0 %, over the whole"),
     ("--zymtrace", "name,share %\nk,35_264\n", "line 2: share %: '35_264' is not a number as ncu writes it"),
 ])
-def test_an_impossible_profile_figure_is_refused(fx: Path, tmp_path: Path, flag: str, text: str, problem: str,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_impossible_profile_figure_is_refused(fx: Path, tmp_path: Path, flag: str, text: str, problem: str) -> None:
     """A negative nsys total or a share over the whole was joined as measured (a negative time %)."""
     profile = tmp_path / "profile.csv"
     profile.write_text(text)
-    assert main(["join", str(fx / "decode_gemm.ncu-rep"), flag, str(profile)]) == 2
-    err = capsys.readouterr().err.strip()
+    err = refused(["join", str(fx / "decode_gemm.ncu-rep"), flag, str(profile)], NUMBERS)
     assert err.count("\n") == 0 and str(profile) in err and problem in err
 
 
@@ -201,6 +203,7 @@ def test_records_changed_by_the_caller_are_refused_by_field(fx: Path, field: str
     (a,), _ = kernelscope.analyze(str(fx / "decode_gemm.ncu-rep"))
     changed = dataclasses.replace(a, record=dataclasses.replace(a.record, **{field: value}))
     for per in ("launch", "kernel"):
+        assert api(lambda per=per: kernelscope.to_dataframe([changed], per=per), ONE_LINE) == "clean"
         with pytest.raises(KernelscopeError, match=re.escape(f"to_dataframe: {problem}")):
             kernelscope.to_dataframe([changed], per=per)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from hostile import LAST_ERROR, cli
 from kernelscope.cli import main
 from kernelscope.k8s import sister
 from kernelscope.k8s.inspect import inspect
@@ -325,17 +326,17 @@ def test_the_shell_form_of_vllms_guide_plans_tensor_parallel_and_the_serving_win
     (lambda c, p, t: t.update(metadata={"labels": ["a"]}), "spec.template.metadata.labels is a list, not a mapping"),
     (lambda c, p, t: p.update(initContainers="x"), "spec.template.spec.initContainers is a string, not a list"),
 ])
-def test_a_wrong_typed_field_is_one_error_line(tmp_path: Path, no_cluster: None, capsys: pytest.CaptureFixture[str],
-                                               edit: Any, problem: str) -> None:
+def test_a_wrong_typed_field_is_one_error_line(tmp_path: Path, no_cluster: None, edit: Any, problem: str) -> None:
     """Hand-written manifests: each of these raised an AttributeError deep in inspect (a traceback)."""
     dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
     template = dep["spec"]["template"]
     edit(template["spec"]["containers"][0], template["spec"], template)
     manifest = tmp_path / "m.yaml"
     manifest.write_text(yaml.safe_dump(dep))
-    assert main(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
-                 str(tmp_path / "never-written"), "--dry-run", "--from-manifest", str(manifest)]) == 2
-    err = capsys.readouterr().err.strip()
+    assert cli(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
+                str(tmp_path / "never-written"), "--dry-run", "--from-manifest", str(manifest)],
+               "round 3: OSError, malformed objects, API misuse as one error") == "clean"
+    err = LAST_ERROR[0].strip()
     assert err.count("\n") == 0 and str(manifest) in err and "deployment vllm-llama: " in err and problem in err
 
 
