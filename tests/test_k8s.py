@@ -120,31 +120,50 @@ def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture
 
 def test_a_node_label_that_is_no_version_is_unknown(cluster: None) -> None:
     """The GPU operator's CUDA label set by hand to text was compared as a number (a traceback)."""
-    deploy(toy("labelled", NS))
+    deploy(toy("labelled-node", NS))  # pods bind 8000 + len(pod name): a length no other test's pod has
     node = kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
     kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=twelve")
     try:
-        ins = inspect(Kube(NS), "deploy/labelled", sister.DEFAULT_TOOLS_IMAGE)
+        ins = inspect(Kube(NS), "deploy/labelled-node", sister.DEFAULT_TOOLS_IMAGE)
     finally:
         kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=12")
+        kubectl("-n", NS, "delete", "deploy/labelled-node", "--wait=false")
     skew = next(f for f in ins.findings if f.name == "cuda-driver-skew")
     assert skew.level == "info" and "node driver supports CUDA unknown" in skew.message
+
+
+def test_a_production_pod_that_does_not_run_blocks(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """`inspect` exited 0 on a crash-looping production: a copy of its template fails the same way."""
+    apply(toy("crashing", NS, command=["sh", "-c", "exit 3"]))
+    deadline = time.monotonic() + 60
+    while True:
+        ins = inspect(Kube(NS), "deploy/crashing", sister.DEFAULT_TOOLS_IMAGE)
+        pod = next(f for f in ins.findings if f.name == "production-pod")
+        if pod.level == "block" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert pod.level == "block" and "would fail the same way" in pod.message
+    assert "CrashLoopBackOff" in pod.message or "exited 3" in pod.message  # as the kubelet has it by then
+    assert main(["k8s", "inspect", "-n", NS, "deploy/crashing"]) == 1
+    assert "production's pod" in capsys.readouterr().out
+    kubectl("-n", NS, "delete", "deploy/crashing", "--wait=false")
 
 
 def test_a_canary_sharing_the_labels_is_not_the_production_pod(cluster: None) -> None:
     """The canary's selector is a superset of production's, so `app=twin` finds both pods; the
     ReplicaSet owner chain says which is production's."""
-    deploy(toy("twin", NS))
-    canary = toy("a-canary", NS)  # its pods list first
-    labels = {"app": "twin", "track": "canary"}
+    deploy(toy("twins", NS))  # pods bind 8000 + len(pod name): lengths no other test's pods have
+    canary = toy("a-twins-canary", NS)  # its pods list first
+    labels = {"app": "twins", "track": "canary"}
     canary["spec"]["selector"]["matchLabels"] = labels
     canary["spec"]["template"]["metadata"]["labels"] = labels
     apply(canary)
-    kubectl("-n", NS, "rollout", "status", "deploy/a-canary", "--timeout=60s")
-    pods = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=twin", "-o", "json"))["items"]
+    kubectl("-n", NS, "rollout", "status", "deploy/a-twins-canary", "--timeout=60s")
+    pods = json.loads(kubectl("-n", NS, "get", "pods", "-l", "app=twins", "-o", "json"))["items"]
     assert len(pods) == 2
-    ins = inspect(Kube(NS), "deploy/twin", sister.DEFAULT_TOOLS_IMAGE)
-    assert ins.pod is not None and ins.pod.startswith("twin-")
+    ins = inspect(Kube(NS), "deploy/twins", sister.DEFAULT_TOOLS_IMAGE)
+    kubectl("-n", NS, "delete", "deploy/twins", "deploy/a-twins-canary", "--wait=false")
+    assert ins.pod is not None and ins.pod.startswith("twins-")
 
 
 def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:

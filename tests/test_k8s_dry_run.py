@@ -348,3 +348,43 @@ def test_a_null_field_is_an_absent_one(tmp_path: Path, no_cluster: None, capsys:
     manifest.write_text(yaml.safe_dump(dep))
     out, _ = plan(capsys, manifest)
     assert "--- # sister pod" in out
+
+
+def _no_nvidia(c: dict[str, Any], amd: bool) -> None:
+    c["resources"] = {"limits": {"amd.com/gpu": "1"}} if amd else {}
+    if not amd:
+        c["env"] = [*c.get("env", []), {"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]
+
+
+@pytest.mark.parametrize(("edit", "problem"), [
+    (lambda c, p: _no_nvidia(c, amd=True), "container vllm requests no nvidia.com/gpu: it requests amd.com/gpu: "
+                                           "ncu profiles NVIDIA GPUs only"),
+    (lambda c, p: _no_nvidia(c, amd=False), "it pins CUDA_VISIBLE_DEVICES=0 with no nvidia.com/gpu request"),
+    (lambda c, p: p.update(hostNetwork=True), "the pod template sets hostNetwork"),
+])
+def test_what_ncu_cannot_profile_beside_production_is_refused(tmp_path: Path, no_cluster: None, edit: Any,
+                                                              problem: str) -> None:
+    """An AMD deployment, production-stack's P/D engines (CUDA_VISIBLE_DEVICES pinned, no GPU request)
+    and a hostNetwork pod passed as "[ok] gpu-container (0 x nvidia.com/gpu)" and got a full plan."""
+    dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
+    spec = dep["spec"]["template"]["spec"]
+    edit(spec["containers"][0], spec)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    assert cli(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
+                str(tmp_path / "never-written"), "--dry-run", "--from-manifest", str(manifest)]) == "clean"
+    assert "refusing to capture: " in LAST_ERROR[0] and problem in LAST_ERROR[0]
+
+
+def test_yaml_anchors_kubectl_accepts_are_read(tmp_path: Path, no_cluster: None,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """One probe shared by liveness and readiness, one env list by two containers: PyYAML writes
+    them as `&id001`/`*id001`, which kubectl accepts and the plan once refused."""
+    dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
+    vllm = dep["spec"]["template"]["spec"]["containers"][0]
+    vllm["livenessProbe"] = vllm["readinessProbe"]
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    assert "*id001" in manifest.read_text()
+    out, _ = plan(capsys, manifest)
+    assert "--- # sister pod" in out

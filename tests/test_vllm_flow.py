@@ -286,3 +286,18 @@ def test_a_quoted_separator_inside_an_option_does_not_cut_the_server_command() -
     script = "pip install x && exec vllm serve m --compilation-config '{\"a\": 1; \"b\": 2}' --max-num-seqs 4"
     assert vllm_options(["sh", "-c", script]) == {"compilation_config": '{"a": 1; "b": 2}', "max_num_seqs": "4",
                                                   "model": "m"}
+
+
+def test_every_spelling_vllm_reads_is_one_option() -> None:
+    """vLLM's parser takes `--max_num_batched_tokens` (its Kubernetes guide's form) as
+    `--max-num-batched-tokens`: the lever said "not set" and inspect gave no memory warning."""
+    from kernelscope.k8s.inspect import option, parallel_processes
+    from kernelscope.serving import vllm_options
+
+    command = ["/bin/sh", "-c", "exec vllm serve m --max_num_batched_tokens 1024 --gpu_memory_utilization=0.95 "
+               "--tensor_parallel_size 2 --kv_cache_dtype fp8"]
+    assert vllm_options(command) == {"max_num_batched_tokens": "1024", "gpu_memory_utilization": "0.95",
+                                     "tensor_parallel_size": "2", "kv_cache_dtype": "fp8", "model": "m"}
+    argv = ["vllm", "serve", "m", "--gpu_memory_utilization=0.95", "--tensor_parallel_size", "2",
+            "--pipeline-parallel-size=2"]
+    assert option(argv, "--gpu-memory-utilization") == "0.95" and parallel_processes(argv) == 4

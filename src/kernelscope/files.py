@@ -225,22 +225,40 @@ def copy_input(src: Path, dst: Path, follow: bool = False, limit: int = MAX_INPU
         shutil.copyfileobj(fh, out, 1 << 20)
 
 
+ALIAS_EXPANSION = 100_000  # nodes that aliases of maps and lists may add, over a whole stream
+
+
 @functools.cache
 def _plain_yaml_loader() -> type[yaml.SafeLoader]:
-    """Safe YAML whose aliases may only name a scalar: a 538-byte file of nested aliases of lists
-    can otherwise expand to gigabytes ("billion laughs"), while a repeated string (a source cited
-    by many ceilings) cannot multiply. Built on first use so that importing this module does not
+    """Safe YAML whose aliases expand to at most ALIAS_EXPANSION nodes: a 538-byte file of nested
+    aliases of lists can otherwise expand to gigabytes in any reader that walks or copies it ("billion
+    laughs"), while the anchors people write in manifests (`<<: *defaults`, a shared env list), which
+    kubectl accepts, add a few hundred. Built on first use so that importing this module does not
     import PyYAML (start-up time)."""
     import yaml
 
+    def size(node: yaml.Node, seen: dict[int, int]) -> int:
+        if id(node) not in seen:
+            seen[id(node)] = 1  # a cycle counts once (PyYAML refuses recursive aliases anyway)
+            items = node.value if isinstance(node, yaml.CollectionNode) else []
+            seen[id(node)] = 1 + sum(size(n, seen) for item in items
+                                     for n in (item if isinstance(item, tuple) else (item,)))
+        return seen[id(node)]
+
     class PlainYamlLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.expanded, self.sizes = 0, dict[int, int]()
+
         def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()  # type: ignore[no-untyped-call]
                 anchored = self.anchors.get(event.anchor)
-                if not isinstance(anchored, yaml.ScalarNode):  # a scalar alias is one string, it cannot multiply
-                    raise yaml.composer.ComposerError(None, None, "YAML aliases of maps or lists are not allowed",
-                                                      event.start_mark)
+                if isinstance(anchored, yaml.CollectionNode):
+                    self.expanded += size(anchored, self.sizes)
+                    if self.expanded > ALIAS_EXPANSION:
+                        raise yaml.composer.ComposerError(
+                            None, None, f"YAML aliases expand past {ALIAS_EXPANSION:,} nodes", event.start_mark)
             return super().compose_node(parent, index)  # type: ignore[arg-type]
 
     return PlainYamlLoader

@@ -116,6 +116,16 @@ def is_vllm(command: Sequence[str]) -> bool:
                for w in words(command))
 
 
+def spelled(word: str) -> str:
+    """A command-line word with its long option's name as vLLM's parser reads it: vLLM's
+    FlexibleArgumentParser takes `--max_num_batched_tokens` (its own Kubernetes guide's form) as
+    `--max-num-batched-tokens`; the value after `=` is kept as given."""
+    if not word.startswith("--"):
+        return word
+    name, eq, value = word.partition("=")
+    return name.replace("_", "-") + eq + value
+
+
 def _key(option: str) -> str:
     return option.lstrip("-").replace("-", "_")
 
@@ -126,7 +136,7 @@ def vllm_options(command: Sequence[str]) -> dict[str, str]:
     argv = words(command)
     out: dict[str, str] = {}
     for i, word in enumerate(argv):
-        name, eq, value = word.partition("=")
+        name, eq, value = spelled(word).partition("=")
         name = SHORT.get(name, name)
         if name in FLAGS:
             out[_key(name)] = "true"

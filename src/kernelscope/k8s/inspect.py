@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
-from ..serving import words
+from ..serving import spelled, words
+from . import watch
 from .findings import GPU, Finding, Level, as_int, gpu_request, named
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
@@ -81,9 +82,11 @@ def log_cuda_version(log: str) -> str | None:
 
 
 def option(args: list[str], *names: str) -> str | None:
-    """The value of `--name V` or `--name=V` in a command line (the last one wins, as argparse does)."""
+    """The value of `--name V` or `--name=V` in a command line (the last one wins, as argparse does);
+    `--a_b` is `--a-b`, as vLLM's parser reads it (serving.spelled)."""
     value = None
-    for i, a in enumerate(args):
+    for i, given in enumerate(args):
+        a = spelled(given)
         for n in names:
             if a == n and i + 1 < len(args):
                 value = args[i + 1]
@@ -143,6 +146,47 @@ def attachable(command: list[str]) -> bool:
 def _env_names(container: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: str(e.get("value", "<from " + next(iter(e.get("valueFrom") or {"ref": 0})) + ">"))
             for e in container.get("env") or [] if "name" in e}
+
+
+def _gpu_container(ins: Inspection, cont: dict[str, Any]) -> Finding:
+    """ok for a container that requests NVIDIA GPUs; a block for one that requests none (another
+    vendor's, a router, an engine pinned by CUDA_VISIBLE_DEVICES alone, sharing a GPU it does not own)."""
+    containers = f"containers: {', '.join(c.get('name', '?') for c in ins.template['spec']['containers'])}"
+    if ins.gpus > 0:
+        return Finding("gpu-container", "ok", f"GPU container {ins.container} ({ins.gpus} x {GPU}), "
+                       f"{ins.tensor_parallel} GPU worker process(es), server port {ins.server_port}", containers)
+    res = cont.get("resources") or {}
+    other = sorted({k for part in ("requests", "limits") for k in res.get(part) or {} if k.endswith("/gpu")} - {GPU})
+    pinned = _env_names(cont).get("CUDA_VISIBLE_DEVICES")
+    why = (f"it requests {', '.join(other)}: ncu profiles NVIDIA GPUs only" if other else
+           f"it pins CUDA_VISIBLE_DEVICES={pinned} with no {GPU} request: a sister would share a GPU that "
+           "Kubernetes gave to no one, production's own on its node" if pinned is not None else
+           "it runs no model on a GPU (a router, a gateway, a sidecar), or its GPU is not requested through "
+           f"{GPU}; name the engine's container with --container")
+    return Finding("gpu-container", "block", f"container {ins.container} requests no {GPU}: {why}", containers)
+
+
+def _production_state(ins: Inspection, pod: dict[str, Any] | None) -> Finding:
+    """Whether production's pod runs: a copy of a template whose pod fails (a crash loop, an image it
+    cannot pull) fails the same way, so that blocks; a pod not running yet, or none, leaves the checks
+    that read it (admission-added env, the launch log's CUDA) unchecked, which is said."""
+    where = f"deployment/{ins.deployment} .spec.replicas={ins.replicas}"
+    if pod is None:
+        if ins.replicas == 0:
+            return Finding("production-pod", "info", "scaled to zero: no production pod to read; the sister "
+                           "copies the template", where)
+        return Finding("production-pod", "warn", "no production pod found: could not check what only a running "
+                       "pod shows (env added at admission, the CUDA version in its launch log)", where)
+    st = watch.state(pod, ins.container)
+    name = f"pod {ins.pod}: phase {st.phase}"
+    if st.phase == "Failed" or (st.failure and st.phase != "Succeeded"):
+        return Finding("production-pod", "block", f"production's pod {ins.pod} does not run "
+                       f"({st.failure or st.phase}): a sister, a copy of its template, would fail the same way",
+                       name)
+    if not st.running:
+        return Finding("production-pod", "warn", f"production's pod {ins.pod} is {st.phase}, not running: could "
+                       "not check what only a running pod shows (env added at admission, its launch log)", name)
+    return Finding("production-pod", "ok", f"production's pod {ins.pod} runs", name)
 
 
 def _production_pod(kube: Kube, dep: dict[str, Any]) -> dict[str, Any] | None:
@@ -208,9 +252,14 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
 
 def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, Any] | None, tools: str) -> None:
     f = ins.findings
-    f.append(Finding("gpu-container", "ok", f"GPU container {ins.container} ({ins.gpus} x {GPU}), "
-                     f"{ins.tensor_parallel} GPU worker process(es), server port {ins.server_port}",
-                     f"containers: {', '.join(c.get('name', '?') for c in ins.template['spec']['containers'])}"))
+    f.append(_gpu_container(ins, cont))
+    if not kube.offline:
+        f.append(_production_state(ins, pod))
+    if ins.template["spec"].get("hostNetwork") is True:
+        f.append(Finding("host-network", "block", "the pod template sets hostNetwork: a sister copy binds the same "
+                         "host ports as production, on production's node if it is pinned there, so it cannot start "
+                         "beside it; capture from a copy of the deployment without hostNetwork",
+                         "spec.template.spec.hostNetwork: true"))
     if not ins.command:
         f.append(Finding("entrypoint", "warn", "the container sets only args: the image's ENTRYPOINT starts the "
                          "server, so `k8s capture` needs --entrypoint to wrap it",
