@@ -298,7 +298,7 @@ def test_init_failure_stops_in_seconds_with_the_log(cluster: None, tmp_path: Pat
 
 
 def test_ncu_error_in_the_log_stops_the_run(cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    name = deploy(toy("perm", NS, env={"FAKE_NCU_ERROR": "1"}))
+    name = deploy(toy("noperms", NS, env={"FAKE_NCU_ERROR": "1"}))  # pods bind 8000 + len(pod name): not slow's
     code = main([*capture(name, "--kernel", "regex:nvjet", "--out", str(tmp_path / "p"))])
     err = capsys.readouterr().err
     assert code == 2 and "ERR_NVGPUCTRPERM" in err and wait_gone() == ""
