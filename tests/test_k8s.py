@@ -112,7 +112,9 @@ def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture
     assert ins.container == "vllm" and ins.tensor_parallel == 8 and ins.server_port == 8000 and ins.gpus == 8
     levels = {f.name: f.level for f in ins.findings}
     assert levels["gpu-memory-utilization"] == "warn" and ins.strategy == "wrap"
-    assert {"rbac", "gpu-capacity", "gpu-quota", "dcgm-exporter", "counter-permission"} <= set(levels)
+    assert {"rbac", "gpu-capacity", "quota", "limit-range", "dcgm-exporter", "counter-permission"} <= set(levels)
+    # this API server serves no ResourceQuota or LimitRange: said, never "ok"
+    assert levels["quota"] == levels["limit-range"] == "unchecked" and levels["api-key"] == "info"
     assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     out = capsys.readouterr().out
     assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret

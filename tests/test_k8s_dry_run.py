@@ -72,7 +72,7 @@ def check_sister(pod: dict[str, Any], release: str, kernel: str) -> None:
     assert "annotations" not in meta  # the deployment's last-applied configuration is never copied
     assert spec["restartPolicy"] == "Never" and spec["activeDeadlineSeconds"] == 3600
     gpu, tools = spec["containers"]
-    assert gpu["name"] == "vllm" and gpu["image"] == "vllm/vllm-openai:v0.11.0" and "args" not in gpu
+    assert gpu["name"] == "vllm" and gpu["image"] == "vllm/vllm-openai:v0.13.0" and "args" not in gpu
     assert gpu["resources"]["limits"]["nvidia.com/gpu"] == "2" and gpu["resources"]["requests"]["nvidia.com/gpu"] == "2"
     cmd = gpu["command"]
     assert cmd[0] == "/kernelscope/ncu/ncu" and cmd[cmd.index("--target-processes") + 1] == "all"
@@ -91,8 +91,10 @@ def check_sister(pod: dict[str, Any], release: str, kernel: str) -> None:
     assert tools == {"name": "kernelscope-tools", "image": sister.DEFAULT_TOOLS_IMAGE, "command": ["sleep", "3600"],
                      "volumeMounts": [{"name": "kernelscope-reports", "mountPath": "/kernelscope/reports"},
                                       {"name": "kernelscope-ncu", "mountPath": "/kernelscope/ncu"}],
-                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}
+                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
+                                   "limits": {"cpu": "2", "memory": "4Gi"}}}
     (install,) = spec["initContainers"]
+    assert install["resources"] == tools["resources"]  # a quota on cpu/memory rejects a container with none
     assert install["name"] == "kernelscope-ncu-install" and install["image"] == sister.DEFAULT_TOOLS_IMAGE
     assert install["command"] == ["cp", "-a", f"{sister.DEFAULT_NCU_HOME}/.", "/kernelscope/ncu/"]
 
@@ -107,7 +109,7 @@ def test_plan_from_a_manifest_with_no_cluster(manifest: Path, capsys: pytest.Cap
     capture_id = pod["metadata"]["labels"][sister.CAPTURE_LABEL]
     assert "sister pod ks-tp2: 1 replica (one bare Pod, restartPolicy Never, activeDeadlineSeconds 3600 s); " \
            "deployment/vllm-llama keeps its 2 replica(s), untouched" in out
-    assert "GPU container vllm: image vllm/vllm-openai:v0.11.0, 2 x nvidia.com/gpu" in out
+    assert "GPU container vllm: image vllm/vllm-openai:v0.13.0, 2 x nvidia.com/gpu" in out
     assert "secrets, by name only: hf-token (env HF_TOKEN of vllm)" in out
     assert "[info] cluster-checks: not checked, no cluster was read: RBAC" in out
     assert "node ?, pod none, 2 GPU worker process(es)" in out and "last-applied" not in out
@@ -388,3 +390,78 @@ def test_yaml_anchors_kubectl_accepts_are_read(tmp_path: Path, no_cluster: None,
     assert "*id001" in manifest.read_text()
     out, _ = plan(capsys, manifest)
     assert "--- # sister pod" in out
+
+
+def _with(tmp_path: Path, edit: Any) -> Path:
+    """The fixture's Deployment with `edit(vllm container, pod spec)` applied, as a manifest file."""
+    dep = next(d for d in yaml.safe_load_all(APPLY.read_text()) if d and d.get("kind") == "Deployment")
+    spec = dep["spec"]["template"]["spec"]
+    edit(spec["containers"][0], spec)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    return manifest
+
+
+@pytest.mark.usefixtures("no_cluster")
+@pytest.mark.parametrize(("image", "flag", "env", "window"), [
+    ("vllm/vllm-openai:v0.16.0", True, None, "serving"),
+    ("vllm/vllm-openai:v0.13.0", True, None, "serving"),
+    ("vllm/vllm-openai:v0.12.0", False, "1", "serving"),  # only the env: 0.12 has no --profiler-config
+    ("vllm/vllm-openai:v0.11.0", False, None, "start"),  # no CUDA profiler at all: from the start, said
+    ("vllm/vllm-openai:v0.8.5", False, None, "start"),
+    ("lmcache/vllm-openai:2025-05-27-v1", True, None, "serving"),  # unknown: assumed current, and said
+])
+def test_the_serving_window_is_opened_with_what_the_vllm_release_has(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], image: str, flag: bool, env: str | None,
+        window: str) -> None:
+    def edit(c: dict[str, Any], _: dict[str, Any]) -> None:
+        c["image"] = image
+        c["env"].append({"name": "VLLM_TORCH_PROFILER_DIR", "value": "/traces"})  # would win over the env switch
+
+    out, _ = plan(capsys, _with(tmp_path, edit))
+    (pod,) = planned_pods(out)
+    gpu = pod["spec"]["containers"][0]
+    cmd, names = gpu["command"], {e["name"]: e.get("value") for e in gpu["env"]}
+    assert ("--profiler-config" in cmd) is flag and names.get("VLLM_TORCH_CUDA_PROFILE") == env
+    assert ("VLLM_TORCH_PROFILER_DIR" in names) is (env is None)
+    assert ("--profile-from-start" in cmd) is (window == "serving")
+    version = image.rsplit(":v", 1)[-1]
+    if window == "start":
+        assert f"vLLM {version} (the image tag {image}) has no CUDA-profiler switch" in out
+        assert "the window is the server's start, ncu --launch-skip counting from it" in out
+        assert cli(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
+                    str(tmp_path / "never"), "--dry-run", "--from-manifest", str(tmp_path / "m.yaml"),
+                    "--window", "serving"]) == "clean"
+        assert "--window serving: vLLM" in LAST_ERROR[0] and "use --window start with --launch-skip" in LAST_ERROR[0]
+    elif image.startswith("lmcache"):
+        assert "[warn] vllm-version: the serving window: vLLM's version is unknown" in out
+        assert "then pass --vllm-version" in out
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_the_users_vllm_version_wins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = plan(capsys, APPLY, "--vllm-version", "0.12.0")
+    (pod,) = planned_pods(out)
+    assert "--profiler-config" not in pod["spec"]["containers"][0]["command"]
+    assert "[info] vllm-version: the serving window: vLLM 0.12.0 (--vllm-version)" in out
+
+
+@pytest.mark.usefixtures("no_cluster")
+def test_a_hardened_container_gets_a_writable_tmp_and_restricted_added_containers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """production-stack's hardened securityContext: a read-only root filesystem (ncu writes /tmp) and a
+    non-root user, where --grant-profiling-cap cannot give a capability and says so."""
+    hardened = {"runAsNonRoot": True, "runAsUser": 1000, "readOnlyRootFilesystem": True,
+                "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"}}
+    out, _ = plan(capsys, _with(tmp_path, lambda c, p: c.update(securityContext=hardened)), "--grant-profiling-cap")
+    (pod,) = planned_pods(out)
+    spec = pod["spec"]
+    gpu, tools = spec["containers"]
+    assert {"name": "kernelscope-tmp", "emptyDir": {}} in spec["volumes"]
+    assert {"name": "kernelscope-tmp", "mountPath": "/tmp"} in gpu["volumeMounts"]
+    assert tools["securityContext"] == spec["initContainers"][0]["securityContext"] == {
+        "runAsNonRoot": True, "runAsUser": 1000, "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+        "seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"drop": ["ALL"]}}
+    assert "[warn] counter-permission: the GPU container runs as a non-root user (runAsUser 1000)" in out
+    assert "--grant-profiling-cap does not let ncu read counters here" in out

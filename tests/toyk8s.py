@@ -17,6 +17,7 @@ def fake_ncu_configmap(ns: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fakencu", "namespace": ns},
             "data": {"ncu": (HERE / "fake-ncu.sh").read_text(),
                      "ncu-options.sh": (HERE / "ncu-options.sh").read_text(),
+                     "auth-server.sh": (HERE / "auth-server.sh").read_text(),
                      "report.b64": base64.b64encode(REPORT.read_bytes()).decode()}}
 
 
@@ -33,8 +34,8 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
         "resources": {"limits": {"nvidia.com/gpu": "2"}},
         "volumeMounts": [{"name": "fakebin", "mountPath": "/fakencu-bin"}, {"name": "shm", "mountPath": "/dev/shm"}],
     }
-    install = ("cp /fakencu/ncu /fakencu/ncu-options.sh /fakencu/report.b64 /fakencu-bin/ && chmod 755 /fakencu-bin/ncu"
-               " && mkdir -p /www")
+    install = ("cp /fakencu/ncu /fakencu/ncu-options.sh /fakencu/report.b64 /fakencu/auth-server.sh /fakencu-bin/ && "
+               "chmod 755 /fakencu-bin/ncu /fakencu-bin/auth-server.sh && mkdir -p /www")
     init = {"name": "install-fake-ncu", "image": "busybox",
             "command": ["sh", "-c", "exit 1" if init_fails else install],
             "volumeMounts": [{"name": "fakencu", "mountPath": "/fakencu"},
@@ -48,6 +49,11 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
                                            "volumes": [{"name": "fakencu", "configMap": {"name": "fakencu"}},
                                                        {"name": "fakebin", "emptyDir": {}},
                                                        {"name": "shm", "emptyDir": {"medium": "Memory"}}]}}}}
+
+
+# a server that wants vLLM's API key (tests/k8s/auth-server.sh answers 401 without it)
+AUTH_SERVER = ["sh", "-c", "echo 'INFO torch 2.9.0+cu128'; exec nc -ll -p $((8000 + ${#POD_NAME})) "
+               "-e /fakencu-bin/auth-server.sh"]
 
 
 def port(pod: str) -> int:

@@ -575,11 +575,12 @@ def parse_context(pairs: Sequence[str]) -> dict[str, str]:
 
 # -- Kubernetes ----------------------------------------------------------------------------------
 def k8s_inspect(namespace: str, target: str, tools_image: str, container: str | None = None,
-                strategy: Strategy | None = None, grant_cap: bool = False) -> Inspection:
+                strategy: Strategy | None = None, grant_cap: bool = False,
+                vllm_version: str | None = None) -> Inspection:
     from .k8s.inspect import inspect
     from .k8s.kubectl import Kube
 
-    return inspect(Kube(namespace), target, tools_image, container, strategy, grant_cap)
+    return inspect(Kube(namespace), target, tools_image, container, strategy, grant_cap, vllm_version=vllm_version)
 
 
 def k8s_capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:

@@ -474,7 +474,7 @@ def cmd_k8s(a: argparse.Namespace) -> int:
 
     if a.k8s_command == "inspect":
         ins = app.k8s_inspect(a.namespace, a.deployment, a.tools_image, a.container, a.strategy,
-                              a.grant_profiling_cap)
+                              a.grant_profiling_cap, a.vllm_version)
         _print_inspection(ins)
         return 1 if ins.blocked() else 0
     if a.k8s_command == "cleanup":
@@ -498,7 +498,7 @@ def _k8s_capture(a: argparse.Namespace) -> int:
         entrypoint=a.entrypoint, strategy=a.strategy,
         pod_per_kernel=a.pod_per_kernel, grant_profiling_cap=a.grant_profiling_cap,
         warmup_requests=a.warmup_requests, warmup_path=a.warmup_path, warmup_body=a.warmup_body,
-        warmup_port=a.warmup_port, window=a.window,
+        warmup_port=a.warmup_port, window=a.window, vllm_version=a.vllm_version,
         dry_run=a.dry_run, manifest=Path(a.from_manifest) if a.from_manifest else None, timeout=a.timeout,
         ttl_s=a.ttl, context=app.parse_context(a.context or []))
     result = app.k8s_capture(req, say)
@@ -789,7 +789,11 @@ def _k8s_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         help="wrap (default): run the server under a scoped ncu; attach: single-process servers "
                              "only; direct: the production pod, if already attachable")
         kp.add_argument("--grant-profiling-cap", action="store_true",
-                        help="add CAP_SYS_ADMIN to the sister's GPU container (counter access; opt-in)")
+                        help="add CAP_SYS_ADMIN to the sister's GPU container (counter access for a root "
+                             "process; opt-in)")
+        kp.add_argument("--vllm-version", metavar="X.Y.Z",
+                        help="the server's vLLM release, when neither its running pod nor its image tag says "
+                             "(decides how the serving window is opened)")
         if name == "capture":
             _window(kp)
             _capture_options(kp)

@@ -24,7 +24,7 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import context_of, is_vllm, recognise, with_options, words
+from ..serving import ProfilerSwitch, context_of, is_vllm, profiler_switch, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .inspect import Inspection, Strategy, inspect, parse_target
 from .kubectl import Kube, Step, check_name, ref
@@ -60,22 +60,30 @@ def signals_clean_up(say: Progress) -> Iterator[Callable[[], None]]:
 
 
 Window = Literal["serving", "start"]
-VLLM_CUDA_PROFILER = '{"profiler": "cuda"}'
+NO_SWITCH = ProfilerSwitch()
 
 
-def serving_window(serving: list[str], window: Window | None) -> tuple[list[str], bool]:
-    """The sister's serving command for the window asked (none asked: serving for vLLM): for the
-    serving window, vLLM's CUDA profiler turned on, so that POST /start_profile calls
+def serving_window(serving: list[str], window: Window | None, switch: ProfilerSwitch) -> tuple[list[str], bool, str]:
+    """The sister's serving command for the window asked (none asked: serving for a vLLM that has a
+    CUDA-profiler switch, `switch`), whether it is the serving window, and what the plan says of it.
+    The serving window turns vLLM's CUDA profiler on, so that POST /start_profile calls
     cudaProfilerStart in the worker and ncu (`--profile-from-start off`) profiles serving traffic only."""
-    serve = window == "serving" or (window is None and is_vllm(serving))
-    if not serve:
-        return serving, False
-    if not is_vllm(serving):
+    vllm = is_vllm(serving)
+    if window == "serving" and not vllm:
         raise PlanError("--window serving needs a vLLM server (its /start_profile opens the window); this command "
                         f"is not one: {' '.join(serving[:3])}…; use --window start with --launch-skip")
+    if window == "start" or not vllm:
+        return serving, False, ""
     if vllm_cuda_profiler(words(serving)):
-        return serving, True
-    return with_options(serving, ["--profiler-config", VLLM_CUDA_PROFILER]), True
+        return serving, True, "the serving command turns vLLM's CUDA profiler on itself (--profiler-config)"
+    if not switch.exists:
+        if window == "serving":
+            raise PlanError(f"--window serving: {switch.why}; use --window start with --launch-skip N (launches "
+                            "counted from the server's start, model load and warm-up included)")
+        return serving, False, (f"{switch.why}: the window is the server's start, ncu --launch-skip counting from "
+                                "it (model load, compilation and CUDA-graph capture included unless --launch-skip "
+                                "passes them)")
+    return with_options(serving, list(switch.options)), True, switch.why
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,7 @@ class K8sCaptureRequest:
     warmup_port: int | None = None  # default: the server's --port, its containerPort, else 8000
     warmup_body: str | None = None
     window: Window | None = None  # None: serving for a vLLM server, else from the start
+    vllm_version: str | None = None  # None: read from the running pod or the image tag
     dry_run: bool = False
     manifest: Path | None = None  # plan (a dry run) from this file's deployment, with no cluster
     timeout: float = 600.0
@@ -153,7 +162,8 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
         raise PlanError("--from-manifest plans a capture from a file, with no cluster: it needs --dry-run")
     kube = Kube(req.namespace, dry_run=req.dry_run, timeout=req.timeout, offline=req.manifest is not None)
     dep = load_manifest(req.manifest, parse_target(req.target), req.namespace) if req.manifest else None
-    ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap, dep)
+    ins = inspect(kube, req.target, req.tools_image, req.container, req.strategy, req.grant_profiling_cap, dep,
+                  req.vllm_version)
     if ins.blocked():
         raise PlanError("refusing to capture: " + "; ".join(f.message for f in ins.blocked()))
     if ins.strategy == "direct" and not ins.pod:
@@ -161,18 +171,23 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
                         + (" that a plan from --from-manifest can name" if dep else ""))
     serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
         else []
-    serving, window = serving_window(serving, req.window) if ins.strategy != "direct" else (serving, False)
+    switch = profiler_switch(ins.vllm_version, ins.vllm_version_source) if is_vllm(serving) else NO_SWITCH
+    serving, window, how = serving_window(serving, req.window, switch) if ins.strategy != "direct" else \
+        (serving, False, "")
     plan, policy = plan_for(ins, req, serving)
+    if how and not window:
+        plan = plan.with_notes(how)
     if window:
         plan = replace(plan, profile_from_start=False, window="serving").with_notes(
-            "serving window: ncu --profile-from-start off; vLLM's CUDA profiler on (--profiler-config); after "
+            f"serving window: ncu --profile-from-start off; vLLM's CUDA profiler on ({how}); after "
             f"{max(1, req.warmup_requests)} warm-up request(s) POST /start_profile opens the window, and requests "
             "go on until the report is whole: every captured launch is from serving traffic, none from start-up")
     capture_id = uuid.uuid4().hex[:8]
     release = req.release or f"ks-{ins.deployment[:38].rstrip('-.')}-{capture_id}"
     opts = sister.SisterOptions(release=release, capture_id=capture_id, tools_image=req.tools_image,
                                 ncu_home=req.ncu_home, ncu_in_image=req.ncu_in_image, pull_secret=req.pull_secret,
-                                grant_profiling_cap=req.grant_profiling_cap, ttl_s=req.ttl_s)
+                                grant_profiling_cap=req.grant_profiling_cap, ttl_s=req.ttl_s,
+                                env=switch.env if window else (), drop_env=switch.drop_env if window else ())
     warmup = Warmup(max(1, req.warmup_requests) if window else req.warmup_requests,
                     req.warmup_port or (None if window else ins.server_port), req.warmup_path,
                     _body(ins, req.warmup_body), serving_window=window) \

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Level = Literal["ok", "info", "warn", "block"]
+# three answers, never a guess: ok, a problem (warn, block), or "unchecked" (could not check: the
+# reason and the permission that would let it); info: a fact with no judgement
+Level = Literal["ok", "info", "warn", "block", "unchecked"]
 GPU = "nvidia.com/gpu"
 
 
@@ -15,6 +17,11 @@ class Finding:
     level: Level
     message: str
     evidence: str
+
+
+def unchecked(name: str, what: str, why: str, permission: str) -> Finding:
+    """A check that could not run: never reported as ok (the cluster refused a read, or gave none)."""
+    return Finding(name, "unchecked", f"could not check {what}: {why}", f"needs: {permission}")
 
 
 def as_int(text: Any, default: int = 0) -> int:

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
-from ..serving import spelled, words
-from . import watch
-from .findings import GPU, Finding, Level, as_int, gpu_request, named
+from ..serving import VLLM_IMAGE, image_release, is_vllm, profiler_switch, release, spelled, words
+from . import DEFAULT_TOOLS_IMAGE, watch
+from .findings import GPU, Finding, Level, as_int, gpu_request, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
 
@@ -27,6 +27,10 @@ LOG_CUDA = re.compile(r"(?:CUDA(?: runtime)?(?: version)?[ :=]+v?(\d+)\.(\d+))|(
 CUDA_VERSION = re.compile(r"\d{1,3}\.\d{1,3}")
 DRIVER_VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){0,2}")
 NCU_TAG = re.compile(r"ncu[-_]?(\d{4}\.\d+(?:\.\d+)?)")
+CUDA_IMAGE = re.compile(r"(?:^|/)nvidia/cuda:(\d+\.\d+\.\d+)-(?:cudnn\d*-)?devel")
+# the ncu a CUDA devel image ships (dpkg nsight-compute-2025.3.1 in a CUDA 13.0.2 devel image, read on
+# the H200 machine); another CUDA's is read with ncu --version in the pod
+NCU_OF_CUDA = {"13.0.2": "2025.3.1"}
 
 
 @dataclass
@@ -49,6 +53,10 @@ class Inspection:
     app_cuda: str | None = None  # from the production pod's launch log
     strategy: Strategy = "wrap"
     strategy_reason: str = ""
+    vllm_version: str | None = None  # the server's vLLM release, when something says it
+    vllm_version_source: str = "not read"
+    api_key: str | None = None  # where the server's API key comes from, as words (never its value)
+    api_key_env: dict[str, Any] | None = None  # that source as an env entry for the sister's tools container
 
     def blocked(self) -> list[Finding]:
         return [f for f in self.findings if f.level == "block"]
@@ -148,6 +156,59 @@ def _env_names(container: dict[str, Any]) -> dict[str, str]:
             for e in container.get("env") or [] if "name" in e}
 
 
+API_KEY_ENV_NAMES = ("VLLM_API_KEY",)
+ENV_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def api_key(cont: dict[str, Any], argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """Where the server's API key comes from (vLLM's --api-key, else its VLLM_API_KEY env), as words
+    and as an env entry the sister's tools container gets: a secretKeyRef copied as a reference, a
+    `$VAR` as that variable's own entry; a literal only when the command itself holds one."""
+    given = option(argv, "--api-key")
+    env = {e["name"]: e for e in cont.get("env") or [] if isinstance(e, dict) and "name" in e}
+    named_ref = ENV_REF.fullmatch(given or "")
+    ref_name = named_ref.group(1) if named_ref else None
+    if given is not None and ref_name is None:
+        return "--api-key in the serving command (a literal)", {"value": given}
+    for name in ([ref_name] if ref_name else list(API_KEY_ENV_NAMES)):
+        entry = env.get(name)
+        if entry is None:
+            continue
+        source = entry.get("valueFrom") or {}
+        secret = source.get("secretKeyRef") or {}
+        words_ = (f"env {name} from secret {secret.get('name')} key {secret.get('key')}" if secret else
+                  f"env {name} ({next(iter(source), 'a literal')})")
+        return words_, {k: v for k, v in entry.items() if k in ("value", "valueFrom")}
+    if ref_name:  # from envFrom: Kubernetes expands $(VAR) from it in the tools container too
+        return f"--api-key ${ref_name}, from the container's envFrom", {"value": f"$({ref_name})"}
+    return None
+
+
+# the installed vLLM's version, read without importing vLLM (a few ms of one core in production's pod)
+VERSION_PY = "import importlib.metadata as m; print(m.version('vllm'))"
+
+
+def _vllm_version(kube: Kube, ins: Inspection, pod: dict[str, Any] | None, given: str | None) -> tuple[str | None, str]:
+    """vLLM's release and where it was read: the user's --vllm-version, the running production pod's
+    installed package, else the project's own image tag; (None, why) when nothing says."""
+    if given:
+        if release(given) is None:
+            raise KubeError(f"--vllm-version {given!r}: not a version (e.g. 0.11.0)")
+        return given, "--vllm-version"
+    if not is_vllm([*ins.command, *ins.args]) and not VLLM_IMAGE.search(ins.image.lower()):
+        return None, "not a vLLM server"
+    if ins.pod and pod is not None and watch.state(pod, ins.container).running:
+        out = kube.k("exec", ref("pod", ins.pod), f"--container={ins.container}", "--", "python3", "-c", VERSION_PY,
+                     check=False, timeout=60)
+        found = (out or "").strip().splitlines()[-1:]
+        if found and release(found[0]) is not None and len(found[0]) < 40:
+            return found[0], f"the installed package in pod {ins.pod}"
+    tagged = image_release(ins.image)
+    if tagged:
+        return tagged, f"the image tag {ins.image}"
+    return None, f"no running pod to ask, and the image {ins.image or '(none)'} names no vLLM release"
+
+
 def _gpu_container(ins: Inspection, cont: dict[str, Any]) -> Finding:
     """ok for a container that requests NVIDIA GPUs; a block for one that requests none (another
     vendor's, a router, an engine pinned by CUDA_VISIBLE_DEVICES alone, sharing a GPU it does not own)."""
@@ -224,7 +285,7 @@ def _read(kube: Kube, name: str) -> dict[str, Any]:
 
 def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None,
             strategy: Strategy | None = None, grant_cap: bool = False,
-            manifest: dict[str, Any] | None = None) -> Inspection:
+            manifest: dict[str, Any] | None = None, vllm_version: str | None = None) -> Inspection:
     """`manifest`: the deployment as a file holds it (kube offline): no pod, node or log is read,
     and the checks only a cluster can answer are listed as not done."""
     name = parse_target(target)
@@ -243,6 +304,10 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
                      pod_name and check_name("pod", pod_name, cluster=True),
                      parallel_processes(words([*command, *args])), _server_port(cont, words([*command, *args])),
                      gpu_request(cont))
+    ins.vllm_version, ins.vllm_version_source = _vllm_version(kube, ins, pod, vllm_version)
+    key = api_key(cont, words([*command, *args]))
+    if key is not None:
+        ins.api_key, ins.api_key_env = key
     _findings(kube, ins, cont, pod, tools_image)
     ins.findings += preflight(kube, ins, grant_cap, strategy == "direct") if manifest is None else \
         without_cluster(ins, grant_cap)
@@ -260,6 +325,10 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
                          "host ports as production, on production's node if it is pinned there, so it cannot start "
                          "beside it; capture from a copy of the deployment without hostNetwork",
                          "spec.template.spec.hostNetwork: true"))
+    if ins.api_key:
+        f.append(Finding("api-key", "info", f"the server wants an API key ({ins.api_key}): the sister's warm-up "
+                         "requests carry it, read inside the pod from the same source (never printed or stored)",
+                         "the serving command's --api-key, the container's env"))
     if not ins.command:
         f.append(Finding("entrypoint", "warn", "the container sets only args: the image's ENTRYPOINT starts the "
                          "server, so `k8s capture` needs --entrypoint to wrap it",
@@ -297,11 +366,14 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
     if ins.pod:
         log = kube.k("logs", ref("pod", ins.pod), f"--container={ins.container}", "--tail=400", check=False) or ""
     app_cuda = ins.app_cuda = log_cuda_version(log)
-    node_cuda = driver = None
+    node_cuda = driver = refused = None
     if ins.node:
-        node = kube.get_json(ref("node", ins.node), check=False)
-        node_cuda, driver = _node_cuda(node.get("metadata", {}).get("labels", {}))
-    if app_cuda and node_cuda and int(app_cuda.split(".")[0]) > int(node_cuda.split(".")[0]):
+        node, refused = kube.read(ref("node", ins.node))
+        node_cuda, driver = _node_cuda((node or {}).get("metadata", {}).get("labels", {}))
+    if refused:
+        f.append(unchecked("cuda-driver-skew", f"node {ins.node}'s driver CUDA against the application's "
+                           f"({app_cuda or 'unknown'})", refused, "get nodes: a ClusterRole"))
+    elif app_cuda and node_cuda and int(app_cuda.split(".")[0]) > int(node_cuda.split(".")[0]):
         f.append(Finding("cuda-driver-skew", "block",
                          f"the application was built for CUDA {app_cuda} but node {ins.node}'s driver supports CUDA "
                          f"{node_cuda}: CUPTI cannot initialise and ncu would record 0 kernels; use an image built "
@@ -312,9 +384,31 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
                          f"application CUDA {app_cuda or 'unknown'}, "
                          f"node driver supports CUDA {node_cuda or 'unknown'}",
                          f"launch log of {ins.pod or 'no pod'}; node {ins.node or '?'} labels"))
+    f.append(_tools_image(tools))
+    if ins.vllm_version or ins.vllm_version_source != "not a vLLM server":
+        switch = profiler_switch(ins.vllm_version, ins.vllm_version_source)
+        f.append(Finding("vllm-version", "info" if ins.vllm_version else "warn",
+                         f"the serving window: {switch.why}", ins.vllm_version_source))
+
+
+def _tools_image(tools: str) -> Finding:
+    """The tools image's ncu, and whether a node can pull it: a name with no registry host is
+    Docker Hub's official library, where a locally built tag (`docker build -t NAME`) is not."""
     m = NCU_TAG.search(tools)
-    version = m.group(1) if m else "version unknown (read with ncu --version in the pod)"
-    f.append(Finding("tools-ncu", "info", f"tools image {tools}: ncu {version}", f"image tag {tools}"))
+    cuda = CUDA_IMAGE.search(tools)
+    version = (m.group(1) if m else NCU_OF_CUDA.get(cuda.group(1), "") if cuda else "") or \
+        "version unknown (read with ncu --version in the pod)"
+    first, slash, _ = tools.partition("/")
+    registry = slash and ("." in first or ":" in first or first == "localhost")
+    if not slash or first in ("localhost",) or first.startswith(("localhost:", "127.")):
+        where = ("names no registry, so a node pulls docker.io/library/" + tools.split("@")[0].split(":")[0] +
+                 " (an official Docker Hub image), where a locally built tag is not" if not slash else
+                 "is on a registry on this machine, which the nodes do not reach")
+        return Finding("tools-image", "warn", f"tools image {tools} {where}: the sister would stop at ErrImagePull; "
+                       "push it to a registry the nodes pull from (and pass --pull-secret if private), or keep the "
+                       f"default {DEFAULT_TOOLS_IMAGE}", f"ncu {version}")
+    return Finding("tools-image", "info", f"tools image {tools}: ncu {version}", "image tag" +
+                   ("" if registry else " (Docker Hub)"))
 
 
 def _choose(ins: Inspection, wanted: Strategy | None) -> None:

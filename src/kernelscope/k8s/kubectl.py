@@ -139,6 +139,17 @@ class Kube:
         out = self.k("get", *args, "-o", "json", check=check)
         return parse_json(out or "{}", f"kubectl get {' '.join(args)}", "the output")
 
+    def read(self, *args: str) -> tuple[Any, str | None]:
+        """`kubectl get ... -o json` that may be refused: the object (an empty one in a dry run with no
+        cluster), or None and why (kubectl's own words: Forbidden, NotFound, no such resource)."""
+        out = self.k("get", *args, "-o", "json", check=False)
+        step = self.steps[-1]
+        if step.exit_code not in (0, None):
+            why = redact.text(step.stderr_tail.strip().splitlines()[-1] if step.stderr_tail.strip() else
+                              f"kubectl exited {step.exit_code}")
+            return None, why.removeprefix("Error from server ")
+        return parse_json(out or "{}", f"kubectl get {' '.join(args)}", "the output"), None
+
     def log(self) -> list[CommandRun]:
         from ..manifest import CommandRun
 

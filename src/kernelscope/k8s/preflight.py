@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .findings import GPU, Finding, as_int, gpu_request, named
+from .findings import GPU, Finding, as_int, gpu_request, named, unchecked
 from .kubectl import Kube, ref
+from .resources import ADDED_RESOURCES, fmt, quantity, sister_requests
 
 if TYPE_CHECKING:
     from .inspect import Inspection
 
 DCGM = ("dcgm-exporter", "dcgm")
 PROFILING_CAP = "SYS_ADMIN"
+CLUSTER_ROLE = "a ClusterRole (cluster-scoped reads a namespace Role cannot grant)"
 # Every kubectl permission a capture needs: (verb, resource, why). `helm install` stores its release
 # in a Secret, so the Secret verbs are Helm's.
 RBAC: tuple[tuple[str, str, str], ...] = (
@@ -26,29 +28,47 @@ RBAC: tuple[tuple[str, str, str], ...] = (
     ("create", "secrets", "helm's release record"),
     ("delete", "secrets", "helm's release record"),
     ("list", "secrets", "find our releases (k8s cleanup)"),
-    ("get", "nodes", "node driver version, GPU capacity"),
-    ("list", "resourcequotas", "GPU quota"),
-    ("get", "persistentvolumeclaims", "whether the model volume can be mounted twice"),
+)
+# What only some checks read: a namespace-scoped user without them still captures, and those checks
+# say they could not run. (verb, resource, kubectl auth can-i scope words, what is left unchecked)
+RBAC_CHECKS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("get", "nodes", (), "the node driver's CUDA, free GPUs"),
+    ("list", "pods", ("--all-namespaces",), "free GPUs (other namespaces' pods), a DCGM exporter on the node"),
+    ("list", "resourcequotas", (), "quota"),
+    ("list", "limitranges", (), "per-container limits"),
+    ("get", "persistentvolumeclaims", (), "whether the model volume can be mounted twice"),
 )
 RBAC_DIRECT = (("patch", "pods/ephemeralcontainers", "--direct: the debug sidecar in the production pod"),)
+
+
+def _can(kube: Kube, verb: str, resource: str, *scope: str) -> str:
+    """kubectl auth can-i's answer: yes, no, or "" when the API server gave none."""
+    out = kube.k("auth", "can-i", verb, resource, *scope, check=False)
+    answer = (out or "").strip().splitlines()[-1:] or [""]
+    return answer[0] if answer[0] in ("yes", "no") else ""
 
 
 def rbac(kube: Kube, direct: bool = False) -> list[Finding]:
     denied, unknown = [], []
     for verb, resource, why in RBAC + (RBAC_DIRECT if direct else ()):
-        out = kube.k("auth", "can-i", verb, resource, check=False)
-        answer = (out or "").strip().splitlines()[-1:] or [""]
-        if answer[0] == "no":
+        answer = _can(kube, verb, resource)
+        if answer == "no":
             denied.append(f"{verb} {resource} ({why})")
-        elif answer[0] != "yes":
+        elif answer != "yes":
             unknown.append(f"{verb} {resource}")
+    optional = [f"{verb} {resource}{' at cluster scope' if scope else ''} ({left})"
+                for verb, resource, scope, left in RBAC_CHECKS if _can(kube, verb, resource, *scope) == "no"]
+    found = [Finding("rbac-checks", "unchecked", "could not check what these reads answer (the capture can go on "
+                     "without them; each check below says so): " + "; ".join(optional),
+                     f"kubectl auth can-i, namespace {kube.namespace}")] if optional else []
     if denied:
         return [Finding("rbac", "block", "missing permissions: " + "; ".join(denied),
-                         f"kubectl auth can-i, namespace {kube.namespace}")]
+                        f"kubectl auth can-i, namespace {kube.namespace}"), *found]
     if unknown:
-        return [Finding("rbac", "info", f"could not check {len(unknown)} permission(s) (the API server did not "
-                         "answer SelfSubjectAccessReview): " + ", ".join(unknown), "kubectl auth can-i")]
-    return [Finding("rbac", "ok", "every verb the capture needs is allowed", "kubectl auth can-i (README lists them)")]
+        return [unchecked("rbac", f"{len(unknown)} permission(s): " + ", ".join(unknown),
+                          "the API server did not answer SelfSubjectAccessReview", "kubectl auth can-i"), *found]
+    return [Finding("rbac", "ok", "every verb the capture needs is allowed", "kubectl auth can-i (README lists them)"),
+            *found]
 
 
 def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
@@ -56,11 +76,19 @@ def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
     if ins.gpus == 0:
         return [Finding("gpu-capacity", "info", "the GPU container requests no nvidia.com/gpu; capacity not "
                          "checked", "container resources")]
-    nodes = kube.get_json("nodes", check=False).get("items", [])
+    what = f"free GPUs for the sister ({ins.gpus} x {GPU})"
+    nodes, why = kube.read("nodes")
+    if nodes is None:
+        return [unchecked("gpu-capacity", what, why or "", f"get/list nodes: {CLUSTER_ROLE}; without it the sister "
+                          "may wait Pending, and kernelscope stops at Unschedulable with the scheduler's message")]
+    running, why = kube.read("pods", "-A", "--field-selector=status.phase=Running")
+    if running is None:
+        return [unchecked("gpu-capacity", what, f"the GPUs other namespaces' pods hold: {why}",
+                          f"list pods at cluster scope: {CLUSTER_ROLE}")]
     selector = ins.template["spec"].get("nodeSelector") or {}
-    pods = kube.get_json("pods", "-A", "--field-selector=status.phase=Running", check=False).get("items", [])
+    pods = running.get("items", [])
     free: dict[str, int] = {}
-    for node in nodes:
+    for node in nodes.get("items", []):
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
         if pinned and name != pinned or any(labels.get(k) != v for k, v in selector.items()):
@@ -78,25 +106,62 @@ def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
 
 
 def quota(kube: Kube, ins: Inspection) -> list[Finding]:
-    doc = kube.get_json("resourcequotas", check=False)
+    """Every ResourceQuota against what the sister adds: production's containers (copied) and ours."""
+    doc, why = kube.read("resourcequotas")
+    if doc is None:
+        return [unchecked("quota", f"ResourceQuota in {ins.namespace}", why or "", "list resourcequotas")]
+    wants = sister_requests(ins)
     for q in doc.get("items", []):
-        hard = (q.get("status", {}).get("hard") or {})
+        hard = (q.get("status", {}).get("hard") or q.get("spec", {}).get("hard") or {})
         used = (q.get("status", {}).get("used") or {})
-        for key in (f"requests.{GPU}", f"limits.{GPU}"):
-            left = as_int(hard.get(key)) - as_int(used.get(key, 0))
-            if key in hard and left < ins.gpus:
-                return [Finding("gpu-quota", "block", f"quota {q['metadata']['name']} leaves "
-                                 f"{left} {key} for a sister needing {ins.gpus}",
-                                 f"{key}: used {used.get(key, 0)} of {hard[key]}")]
-    return [Finding("gpu-quota", "ok", f"no ResourceQuota limits {GPU} below {ins.gpus} in {ins.namespace}",
-                     f"{len(doc.get('items', []))} quota object(s)")]
+        for key, limit in hard.items():
+            need = wants.get(key)
+            left = None if need is None else quantity(limit) - quantity(used.get(key, "0"))
+            if need is not None and left is not None and left < need:
+                return [Finding("quota", "block", f"quota {q['metadata']['name']} leaves {fmt(left)} {key} for a "
+                                 f"sister needing {fmt(need)} (production's containers, copied, and kernelscope's)",
+                                 f"{key}: used {used.get(key, 0)} of {limit}")]
+    return [Finding("quota", "ok", f"no ResourceQuota in {ins.namespace} is short of what the sister adds "
+                     f"({GPU}: {ins.gpus})", f"{len(doc.get('items', []))} quota object(s)")]
+
+
+def limit_ranges(kube: Kube, ins: Inspection) -> list[Finding]:
+    """A LimitRange's per-container max/min against kernelscope's own containers (production's
+    already pass it): a sister rejected at admission is said here, before anything is installed."""
+    doc, why = kube.read("limitranges")
+    if doc is None:
+        return [unchecked("limit-range", f"LimitRanges in {ins.namespace}", why or "", "list limitranges")]
+    ours = ADDED_RESOURCES
+    for lr in doc.get("items", []):
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            if item.get("type") != "Container":
+                continue
+            for res, cap in (item.get("max") or {}).items():
+                if quantity(ours["limits"].get(res, "0")) > quantity(cap):
+                    return [Finding("limit-range", "block", f"LimitRange {lr['metadata']['name']} allows a container "
+                                     f"at most {res} {cap}; kernelscope's tools containers ask {ours['limits'][res]}",
+                                     f"spec.limits[type=Container].max.{res}: {cap}")]
+            for res, floor in (item.get("min") or {}).items():
+                if quantity(ours["requests"].get(res, "0")) < quantity(floor):
+                    return [Finding("limit-range", "block", f"LimitRange {lr['metadata']['name']} wants a container "
+                                     f"to request at least {res} {floor}; kernelscope's tools containers ask "
+                                     f"{ours['requests'].get(res, 'nothing')}",
+                                     f"spec.limits[type=Container].min.{res}: {floor}")]
+    return [Finding("limit-range", "ok", "kernelscope's containers fit every LimitRange "
+                     f"(requests {ours['requests']}, limits {ours['limits']})",
+                     f"{len(doc.get('items', []))} LimitRange object(s)")]
 
 
 def dcgm(kube: Kube, node: str | None) -> list[Finding]:
+    what = "whether a DCGM exporter holds the node's profiling counters"
     if not node:
-        return []
-    pods = kube.get_json("pods", "-A", f"--field-selector=spec.nodeName={node}", check=False).get("items", [])
-    hits = [f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in pods
+        return [unchecked("dcgm-exporter", what, "no production pod runs, so its node is not known", "a running "
+                          "production pod")]
+    doc, why = kube.read("pods", "-A", f"--field-selector=spec.nodeName={node}")
+    if doc is None:
+        return [unchecked("dcgm-exporter", what, why or "", f"list pods at cluster scope: {CLUSTER_ROLE}; or ask "
+                          "the cluster's admin whether dcgm-exporter runs with profiling metrics")]
+    hits = [f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in doc.get("items", [])
             if any(d in p["metadata"]["name"] for d in DCGM)
             or any(d in str(v) for v in (p["metadata"].get("labels") or {}).values() for d in DCGM)]
     if hits:
@@ -113,18 +178,28 @@ def counters(ins: Inspection, grant_cap: bool) -> list[Finding]:
     ctx = {**(ins.template["spec"].get("securityContext") or {}), **(cont.get("securityContext") or {})}
     caps = (ctx.get("capabilities") or {}).get("add") or []
     user = ctx.get("runAsUser")
+    non_root = user not in (None, 0) or bool(ctx.get("runAsNonRoot"))
+    evidence = f"securityContext: {ctx or 'none'}"
+    if non_root and (grant_cap or PROFILING_CAP in caps or ctx.get("privileged")):
+        return [Finding("counter-permission", "warn", f"the GPU container runs as a non-root user (runAsUser "
+                         f"{user if user is not None else 'set by runAsNonRoot'}): a capability Kubernetes adds "
+                         "reaches a root process only (a non-root process starts with none effective), so "
+                         + ("--grant-profiling-cap does not let ncu read counters here" if grant_cap else
+                            f"{PROFILING_CAP} in its securityContext does not either")
+                         + "; ncu fails with ERR_NVGPUCTRPERM unless the node's driver sets "
+                         "NVreg_RestrictProfilingToAdminUsers=0 (RmProfilingAdminOnly=0)", evidence)]
     if PROFILING_CAP in caps or ctx.get("privileged") or grant_cap:
-        return [Finding("counter-permission", "ok", "the sister's GPU container may read GPU counters"
+        return [Finding("counter-permission", "ok", "the sister's GPU container (root) may read GPU counters"
                          + (" (--grant-profiling-cap adds CAP_SYS_ADMIN to the sister only)" if grant_cap else ""),
-                         f"securityContext: {ctx or 'none'}")]
-    if user not in (None, 0) or ctx.get("runAsNonRoot"):
+                         evidence)]
+    if non_root:
         return [Finding("counter-permission", "warn", "the GPU container runs as a non-root user: unless the node's "
                          "driver sets NVreg_RestrictProfilingToAdminUsers=0 (RmProfilingAdminOnly=0), ncu fails with "
-                         "ERR_NVGPUCTRPERM; opt in with --grant-profiling-cap (CAP_SYS_ADMIN on the sister only)",
-                         f"securityContext: {ctx}")]
+                         "ERR_NVGPUCTRPERM (a capability would not help a non-root process; the node's driver "
+                         "setting is what does)", evidence)]
     return [Finding("counter-permission", "info", "the GPU container runs as root: counters are readable unless a "
                      "restrictive PodSecurity or runtime drops that; an ERR_NVGPUCTRPERM is diagnosed if it happens",
-                     f"securityContext: {ctx or 'none'}")]
+                     evidence)]
 
 
 def volumes(kube: Kube, ins: Inspection) -> tuple[list[Finding], str | None]:
@@ -135,11 +210,12 @@ def volumes(kube: Kube, ins: Inspection) -> tuple[list[Finding], str | None]:
         claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
         if not claim:
             continue
-        pvc = kube.get_json(ref("pvc", claim, cluster=True), check=False)
-        modes = pvc.get("spec", {}).get("accessModes") or pvc.get("status", {}).get("accessModes") or []
-        if not pvc:
-            findings.append(Finding("model-volume", "info", f"PVC {claim} not readable: access mode unknown",
-                                     f"volume {vol.get('name')}"))
+        pvc, why = kube.read(ref("pvc", claim, cluster=True))
+        modes = (pvc or {}).get("spec", {}).get("accessModes") or (pvc or {}).get("status", {}).get("accessModes") \
+            or []
+        if pvc is None:
+            findings.append(unchecked("model-volume", f"PVC {claim}'s access mode (ReadWriteOnce pins the sister to "
+                                      "production's node)", why or "", "get persistentvolumeclaims"))
         elif "ReadWriteOncePod" in modes:
             findings.append(Finding("model-volume", "block", f"PVC {claim} is ReadWriteOncePod: a second pod cannot "
                                      "mount it; options: a ReadOnlyMany/ReadWriteMany copy of the model, or "
@@ -161,12 +237,13 @@ def volumes(kube: Kube, ins: Inspection) -> tuple[list[Finding], str | None]:
 def preflight(kube: Kube, ins: Inspection, grant_cap: bool = False, direct: bool = False) -> list[Finding]:
     """Every check, in order; sets `ins.pin_node` when a ReadWriteOnce model volume needs it."""
     vol, ins.pin_node = volumes(kube, ins)
-    return [*rbac(kube, direct), *vol, *capacity(kube, ins, ins.pin_node), *quota(kube, ins), *dcgm(kube, ins.node),
-            *counters(ins, grant_cap)]
+    return [*rbac(kube, direct), *vol, *capacity(kube, ins, ins.pin_node), *quota(kube, ins),
+            *limit_ranges(kube, ins), *dcgm(kube, ins.node), *counters(ins, grant_cap)]
 
 
 UNCHECKED = ("RBAC (kubectl auth can-i)", "the model volume's access mode (a ReadWriteOnce PVC pins the sister to "
-             "production's node)", "free GPUs on an eligible node", "GPU quota", "a DCGM exporter on the node",
+             "production's node)", "free GPUs on an eligible node", "quota", "LimitRanges",
+             "a DCGM exporter on the node",
              "the node driver's CUDA against the application's")
 
 

@@ -19,8 +19,10 @@ from typing import Any
 
 from .. import redact
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
+from .findings import named
 from .inspect import INJECTION_ENV, Inspection
 from .kubectl import check_name
+from .resources import ADDED_RESOURCES
 
 OWNER_LABEL, OWNER = "kernelscope.dev/owner", "kernelscope"
 CAPTURE_LABEL = "kernelscope.dev/capture-id"
@@ -32,6 +34,12 @@ TOOLS = "kernelscope-tools"
 INSTALL = "kernelscope-ncu-install"
 NCU_VOLUME, REPORTS_VOLUME = "kernelscope-ncu", "kernelscope-reports"
 PROBES = ("livenessProbe", "startupProbe")
+API_KEY_ENV = "KERNELSCOPE_API_KEY"  # the tools container's copy of the server's key source (transport.KEY)
+TMP_VOLUME = "kernelscope-tmp"  # ncu's temp files and lock (/tmp) when the root filesystem is read-only
+# the container-level securityContext keys our containers keep from the GPU container's, so that a
+# namespace enforcing the restricted Pod Security profile admits them too (never its added capabilities)
+KEPT_SECURITY = ("runAsUser", "runAsGroup", "runAsNonRoot", "allowPrivilegeEscalation", "seccompProfile",
+                 "readOnlyRootFilesystem")
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,8 @@ class SisterOptions:
     pull_secret: str | None = None
     grant_profiling_cap: bool = False
     ttl_s: int = 3600
+    env: tuple[tuple[str, str], ...] = ()  # set in the GPU container (an older vLLM's CUDA-profiler switch)
+    drop_env: tuple[str, ...] = ()  # removed from it (what would win over that switch)
 
     @property
     def ncu(self) -> str:
@@ -72,8 +82,25 @@ def _relax(probe: dict[str, Any], window_s: int) -> dict[str, Any]:
     return probe
 
 
+def _ours(gpu: dict[str, Any]) -> dict[str, Any]:
+    """What each container kernelscope adds carries: requests and limits (a quota on cpu/memory
+    rejects a container with none), and the GPU container's restrictive securityContext, with every
+    capability dropped (the restricted profile's rule)."""
+    sc = {k: v for k, v in (gpu.get("securityContext") or {}).items() if k in KEPT_SECURITY}
+    if sc:
+        sc["capabilities"] = {"drop": ["ALL"]}
+    return {"resources": copy.deepcopy(ADDED_RESOURCES), **({"securityContext": sc} if sc else {})}
+
+
+def read_only_root(ins: Inspection) -> bool:
+    """The GPU container cannot write its root filesystem, where ncu keeps its temp files (/tmp)."""
+    sc = named(ins.template["spec"], ins.container).get("securityContext") or {}
+    return sc.get("readOnlyRootFilesystem") is True
+
+
 def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> dict[str, Any]:
     spec: dict[str, Any] = copy.deepcopy(ins.template["spec"])
+    gpu = named(spec, ins.container)
     spec["restartPolicy"] = "Never"
     spec["activeDeadlineSeconds"] = opts.ttl_s
     spec.pop("nodeName", None)
@@ -91,7 +118,11 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
         spec["initContainers"] = [*(spec.get("initContainers") or []), {
             "name": INSTALL, "image": opts.tools_image,
             "command": ["cp", "-a", f"{opts.ncu_home.rstrip('/')}/.", f"{NCU_DIR}/"],
-            "volumeMounts": [{"name": NCU_VOLUME, "mountPath": NCU_DIR}]}]
+            "volumeMounts": [{"name": NCU_VOLUME, "mountPath": NCU_DIR}], **_ours(gpu)}]
+    tmp = read_only_root(ins) and not any(m.get("mountPath") in ("/tmp", "/tmp/") for m in
+                                          gpu.get("volumeMounts") or [])
+    if tmp:  # ncu writes /tmp (temp files, its lock): a writable emptyDir there
+        spec["volumes"].append({"name": TMP_VOLUME, "emptyDir": {}})
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         if "env" in c:
             c["env"] = [e for e in c["env"] if e.get("name") != INJECTION_ENV]
@@ -103,14 +134,21 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
             continue
         c["command"] = list(gpu_command)
         c.pop("args", None)
-        c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts]
+        if opts.env or opts.drop_env:
+            ours = {name for name, _ in opts.env} | set(opts.drop_env)
+            c["env"] = [e for e in c.get("env") or [] if e.get("name") not in ours] + \
+                [{"name": name, "value": value} for name, value in opts.env]
+        c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts,
+                             *([{"name": TMP_VOLUME, "mountPath": "/tmp"}] if tmp else [])]
         if opts.grant_profiling_cap:
             sc = c.setdefault("securityContext", {})
             caps = sc.setdefault("capabilities", {})
             caps["add"] = sorted({*caps.get("add", []), "SYS_ADMIN"})
+    key = [{"name": API_KEY_ENV, **copy.deepcopy(ins.api_key_env)}] if ins.api_key_env else []
     spec["containers"].append({
         "name": TOOLS, "image": opts.tools_image, "command": ["sleep", str(opts.ttl_s)],
-        "volumeMounts": mounts, "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}})
+        **({"env": key} if key else {}), **({"envFrom": copy.deepcopy(gpu["envFrom"])} if gpu.get("envFrom") else {}),
+        "volumeMounts": [*mounts, *([{"name": TMP_VOLUME, "mountPath": "/tmp"}] if tmp else [])], **_ours(gpu)})
     return spec
 
 

@@ -19,6 +19,7 @@ import re
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,8 +43,32 @@ PIDFILE = "/tmp/kernelscope-ncu.pid"
 RECORD_PID_AND_EXEC = 'echo $$ > "$0"; exec "$@"'
 SLEEP_WITH_PID = 'sleep "$1" & echo $! > "$0"; wait'
 KILL_PIDFILES = 'for f in "$@"; do [ -f "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done; true'
-POST_PY = ("import sys, urllib.request as u; r = u.urlopen(u.Request(sys.argv[1], data=sys.argv[2].encode(), "
-           "headers={'Content-Type': 'application/json'}), timeout=120); print(r.status)")
+# a warm-up POST: "$1" the body, "$2" the URL; the server's API key (if it wants one) is read from the
+# container's env, which the sister fills by reference (sister.API_KEY_ENV), so no value passes here;
+# each ends with the HTTP status, which _status reads
+KEY = 'k="${KERNELSCOPE_API_KEY:-$VLLM_API_KEY}"; '
+POST_CURL = (KEY + 'if [ -n "$k" ]; then set -- "$1" "$2" -H "Authorization: Bearer $k"; fi; b=$1; u=$2; shift 2; '
+             'exec curl -s -m 120 -w "\nHTTP %{http_code}\n" -X POST -H "Content-Type: application/json" "$@" '
+             '-d "$b" "$u"')
+POST_WGET = (KEY + 'if [ -n "$k" ]; then set -- "$1" "$2" "--header=Authorization: Bearer $k"; fi; b=$1; u=$2; '
+             'shift 2; exec wget -S -q -O - --header="Content-Type: application/json" "$@" --post-data="$b" "$u" 2>&1')
+POST_PY = ("import os, sys, urllib.error, urllib.request as u\n"
+           "k = os.environ.get('KERNELSCOPE_API_KEY') or os.environ.get('VLLM_API_KEY')\n"
+           "h = {'Content-Type': 'application/json', **({'Authorization': 'Bearer ' + k} if k else {})}\n"
+           "try:\n r = u.urlopen(u.Request(sys.argv[2], data=sys.argv[1].encode(), headers=h), timeout=120)\n"
+           " print(r.read().decode(errors='replace')[-2000:]); print('HTTP', r.status)\n"
+           "except urllib.error.HTTPError as e:\n print('HTTP', e.code)")
+POSTS = (("curl", ["sh", "-c", POST_CURL, "ks"]), ("wget", ["sh", "-c", POST_WGET, "ks"]),
+         ("python3", ["python3", "-c", POST_PY]))
+HTTP_STATUS = re.compile(r"HTTP(?:/[\d.]+)? (\d{3})\b")
+REFUSED = (401, 403)  # the server wants credentials kernelscope did not find
+REFUSALS_TO_STOP = 3
+
+
+def _status(reply: str) -> int | None:
+    """The HTTP status a POST script's output ends with (wget -S: the last response line)."""
+    found = HTTP_STATUS.findall(reply)
+    return int(found[-1]) if found else None
 
 
 @dataclass(frozen=True)
@@ -84,6 +109,7 @@ class PodTransport:
         self.sisters: list[dict[str, Any]] = []  # every sister's Pod, secrets redacted (a dry run prints them)
         self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
         self.window_opened_s: float | None = None  # when POST /start_profile opened the serving window
+        self.port: int | None = None  # where the sister's server listens, once known
         # the literal secrets the pod is given (template env, annotations, serving command): masked in its logs
         self.secrets = (*redact.kube_secret_values(ins.template), *redact.secret_values(self.serving))
         self.unit = 0
@@ -201,24 +227,37 @@ class PodTransport:
         progress(f"{self.pod} Ready after {time.monotonic() - t0:.0f} s (GPU {name or 'unknown'})")
 
     def _post(self, t0: float, report_bytes: int, port: int, path: str | None = None, body: str | None = None) -> bool:
-        """One request from inside the pod: curl, else wget (busybox), else python3. The reply is
-        kept (with its time and the report's size then) for the bundle's warmup.json."""
+        """One request from inside the pod: curl, else busybox wget, else python3 (whichever the
+        tools image has). The reply and its HTTP status are kept (with its time and the report's
+        size then) for the bundle's warmup.json and for saying why a window never opened."""
         assert self.warmup
         w = self.warmup
         url, data = w.url(port, path), w.body if body is None else body
         start = time.monotonic()
-        for argv in (["curl", "-sf", "-m", "120", "-X", "POST", "-H", "Content-Type: application/json",
-                      "-d", data, url],
-                     ["wget", "-q", "-O", "-", "--header=Content-Type: application/json", f"--post-data={data}", url],
-                     ["python3", "-c", POST_PY, url, data]):
-            reply = self.kube.k(*self._exec(self.tools), *argv, check=False, defer=True, timeout=180)
+        for tool, script in POSTS:
+            reply = self.kube.k(*self._exec(self.tools), *script, data, url, check=False, defer=True, timeout=180)
             code = self.kube.steps[-1].exit_code
-            if code not in (126, 127):  # 126/127: no such program here
-                self.replies.append({"unit": self.unit, "path": path or w.path, "t_s": round(start - t0, 2),
-                                     "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
-                                     "exit_code": code, "reply": redact.text((reply or "")[-2000:], self.secrets)})
-                return code == 0
+            if code in (126, 127):  # no such program here
+                continue
+            status = _status(reply or "")
+            self.replies.append({"unit": self.unit, "path": path or w.path, "t_s": round(start - t0, 2),
+                                 "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
+                                 "exit_code": code, "status": status, "tool": tool,
+                                 "reply": redact.text(HTTP_STATUS.sub("", reply or "").strip()[-2000:], self.secrets)})
+            self._refused()
+            return status is not None and 200 <= status < 300
         return False
+
+    def _refused(self) -> None:
+        """Stop at once when the server keeps answering 401/403: no window will ever open."""
+        last = [r.get("status") for r in self.replies[-REFUSALS_TO_STOP:]]
+        if len(last) == REFUSALS_TO_STOP and all(s in REFUSED for s in last):
+            where = sister.API_KEY_ENV if self.ins.api_key else "no API key found"
+            raise KubeError(f"{self.pod}: warm-up refused: {REFUSALS_TO_STOP} requests answered HTTP {last[-1]} "
+                            f"(the server wants credentials; {where}: "
+                            + (f"the key kernelscope passed by reference ({self.ins.api_key}) was refused)"
+                               if self.ins.api_key else "set VLLM_API_KEY from a Secret in the deployment, or "
+                               "--api-key $VAR in its command, so the sister's requests carry it)"))
 
     def _traffic(self, t0: float, size: int, sent: int, log: str) -> int:
         """The next step of the traffic the sister gets once Ready: warm-up requests, then (serving
@@ -226,7 +265,7 @@ class PodTransport:
         w = self.warmup
         assert w is not None
         found = SERVING_PORT.findall(log)
-        port = w.port or (int(found[-1]) if found else None)
+        port = self.port = w.port or (int(found[-1]) if found else None)
         if port is None:  # the server has not said where it listens yet
             return sent
         if sent < w.requests or (w.serving_window and self.window_opened_s is not None):
@@ -260,7 +299,7 @@ class PodTransport:
 
     def _wait(self, argv: list[str], remote: str, local: Path, deadline: float,
               progress: Progress) -> tuple[bool, str]:
-        t0, ready, sent, last, said = time.monotonic(), False, 0, -1, 0.0
+        t0, ready, sent, last, said, pod = time.monotonic(), False, 0, -1, 0.0, {}
         if self.kube.dry_run:
             if self.strategy != "wrap":
                 self._start_attach(argv)
@@ -299,7 +338,32 @@ class PodTransport:
                 progress(f"{self.pod}: {st.phase}{', Ready' if ready else ''}, {sent} warm-up request(s), report "
                          f"{f'{size:,} bytes' if size else 'not yet written'} ({time.monotonic() - t0:.0f} s)")
             time.sleep(POLL_S)
-        return False, self._ncu_lines(self._log()) + "\n(kernelscope: no complete report within the timeout)"
+        waited = f"{self.pod}: no complete report after {time.monotonic() - t0:.0f} s"
+        stuck = watch.waiting_on(pod, self.ins.container) or self._traffic_stuck(sent)
+        if stuck:
+            raise KubeError(f"{waited}, stuck at {stuck}")
+        log = self._ncu_lines(self._log())
+        return False, f"{log}\n(kernelscope: {waited}; {watch.ncu_phase(log)})"
+
+    def _traffic_stuck(self, sent: int) -> str | None:
+        """Where the traffic a Ready sister needs stopped: warm-up (with the replies' HTTP statuses)
+        or the serving window; None when it got through (ncu's part is next)."""
+        w = self.warmup
+        if w is None:
+            return None
+        statuses = ", ".join(f"{n} x {s or 'no reply'}" for s, n in
+                             Counter(r.get("status") for r in self.replies if r["path"] == w.path).items())
+        if self.port is None:
+            return ("warm-up: the server never said where it listens (no 'Uvicorn running on' line in its log): "
+                    "still loading, or pass --warmup-port")
+        if sent < w.requests:
+            return f"warm-up: {sent} of {w.requests} request(s) to {w.path} succeeded (HTTP: {statuses or 'none sent'})"
+        if w.serving_window and self.window_opened_s is None:
+            tried = [r.get("status") for r in self.replies if r["path"] == "/start_profile"]
+            return (f"window: POST /start_profile was not accepted (HTTP: {', '.join(map(str, tried)) or 'not sent'}); "
+                    "the server's vLLM may not have its CUDA profiler on (the plan's window notes say how it was "
+                    "asked for)")
+        return None
 
     def _serving_log(self) -> str:
         """The server container's own log (attach: the launched server's), for the port it serves on."""
