@@ -8,13 +8,14 @@ import base64
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelscope.cli import main
-from test_k8s import NS, apply, capture, deploy, wait_gone
+from test_k8s import NS, apply, capture, deploy, kubectl, wait_gone
 from test_k8s import cluster as cluster  # the session's cluster fixture, by name
 from toyk8s import AUTH_SERVER, HERE, toy
 
@@ -126,3 +127,35 @@ def test_a_timeout_names_the_phase_the_sister_was_stuck_in(cluster: None, tmp_pa
     err = capsys.readouterr().err
     assert code == 2 and "stuck at init containers: install-fake-ncu is running" in err, err
     assert "profiled no kernel" not in err and wait_gone() == ""
+
+
+def test_a_statefulset_is_captured_with_its_claims(cluster: None, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A StatefulSet whose model cache is a volumeClaimTemplate: the sister mounts production pod's
+    own claim (model-cache-<pod>), which this API server cannot describe (no PVCs): said, not ok."""
+    doc = toy("model-sts", NS)  # its pod, model-sts-0, binds 8000 + 11
+    doc["kind"] = "StatefulSet"
+    doc["spec"]["serviceName"] = "model-sts"
+    doc["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "model-cache"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "100Gi"}}}}]
+    doc["spec"]["template"]["spec"]["containers"][1]["volumeMounts"].append(
+        {"name": "model-cache", "mountPath": "/models"})
+    apply(doc)
+    deadline = time.monotonic() + 60
+    while "torch" not in kubectl("-n", NS, "logs", "pod/model-sts-0", "-c", "server", check=False):
+        assert time.monotonic() < deadline, "no launch log"
+        time.sleep(0.3)
+    assert main(["k8s", "inspect", "-n", NS, "sts/model-sts"]) == 0
+    found = findings(capsys.readouterr().out)
+    assert found["workload"] == ("info: statefulset/model-sts: the sister copies its pod template and mounts the "
+                                 "claims of pod model-sts-0 (volumeClaimTemplates)")
+    assert found["model-volume"].startswith("unchecked: could not check PVC model-cache-model-sts-0's access mode")
+    argv = capture("model-sts", "--kernel", "regex:nvjet", "--out", str(tmp_path / "sts"))
+    code = main([*argv[:4], "statefulset/model-sts", *argv[5:]])
+    assert code == 0, capsys.readouterr().err
+    values = json.loads((tmp_path / "sts" / "sister-values.json").read_text())
+    assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": "model-cache-model-sts-0"}} in \
+        values["spec"]["volumes"]
+    m = json.loads((tmp_path / "sts" / "manifest.json").read_text())
+    assert m["captures"][0]["profiled"] and wait_gone() == ""
+    kubectl("-n", NS, "delete", "statefulset", "model-sts", "--wait=false")

@@ -79,7 +79,7 @@ def check_sister(pod: dict[str, Any], release: str, kernel: str) -> None:
     assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu"  # TP 2: the launch window on each GPU
     assert cmd[cmd.index("--kernel-name") + 1] == kernel and cmd[cmd.index("--profile-from-start") + 1] == "off"
     assert cmd[cmd.index("-o") + 1].startswith("/kernelscope/reports/")
-    assert cmd[-len(SERVE) - 2:] == [*SERVE, "--profiler-config", '{"profiler": "cuda"}']  # vLLM's serving window
+    assert cmd[-len(SERVE) - 2:] == [*SERVE, "--profiler-config.profiler", "cuda"]  # vLLM's serving window
     env = {e["name"]: e for e in gpu["env"]}
     assert env["HF_TOKEN"] == {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}
     assert {"name": "model-cache", "mountPath": "/root/.cache/huggingface"} in gpu["volumeMounts"]
@@ -215,7 +215,7 @@ def test_a_dry_run_with_no_cluster_and_no_file_says_how_to_plan_offline(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("kernelscope: error: ") and "kubectl" in err
     assert err.rstrip().endswith("to plan without a cluster: --dry-run --from-manifest FILE (e.g. the output of "
-                                 "`kubectl get deploy vllm-llama -o yaml`)")
+                                 "`kubectl get deployment vllm-llama -o yaml`)")
 
 
 # -- the cluster: cleanup --dry-run lists the real objects and removes none ---------------------------
@@ -313,7 +313,7 @@ def test_the_shell_form_of_vllms_guide_plans_tensor_parallel_and_the_serving_win
     assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu" and "2 GPU worker process(es)" in out
     assert cmd[cmd.index("--profile-from-start") + 1] == "off"
     assert cmd[-3:-1] == ["/bin/sh", "-c"]
-    flag = shlex.join(["--profiler-config", '{"profiler": "cuda"}'])
+    flag = "--profiler-config.profiler cuda"
     assert cmd[-1] == f"pip list >/dev/null && exec {shlex.join(SERVE)} {flag}"
 
 
@@ -422,7 +422,7 @@ def test_the_serving_window_is_opened_with_what_the_vllm_release_has(
     (pod,) = planned_pods(out)
     gpu = pod["spec"]["containers"][0]
     cmd, names = gpu["command"], {e["name"]: e.get("value") for e in gpu["env"]}
-    assert ("--profiler-config" in cmd) is flag and names.get("VLLM_TORCH_CUDA_PROFILE") == env
+    assert ("--profiler-config.profiler" in cmd) is flag and names.get("VLLM_TORCH_CUDA_PROFILE") == env
     assert ("VLLM_TORCH_PROFILER_DIR" in names) is (env is None)
     assert ("--profile-from-start" in cmd) is (window == "serving")
     version = image.rsplit(":v", 1)[-1]
@@ -442,7 +442,7 @@ def test_the_serving_window_is_opened_with_what_the_vllm_release_has(
 def test_the_users_vllm_version_wins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = plan(capsys, APPLY, "--vllm-version", "0.12.0")
     (pod,) = planned_pods(out)
-    assert "--profiler-config" not in pod["spec"]["containers"][0]["command"]
+    assert "--profiler-config.profiler" not in pod["spec"]["containers"][0]["command"]
     assert "[info] vllm-version: the serving window: vLLM 0.12.0 (--vllm-version)" in out
 
 

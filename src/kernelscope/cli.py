@@ -458,8 +458,8 @@ def cmd_ceilings_list(a: argparse.Namespace) -> int:
 
 
 def _print_inspection(ins: Inspection) -> None:
-    show(f"deployment {ins.namespace}/{ins.deployment}: {ins.replicas} replica(s), GPU container {ins.container}, "
-          f"image {ins.image}, node {ins.node or '?'}, pod {ins.pod or 'none'}, "
+    show(f"{ins.kind.lower()} {ins.namespace}/{ins.deployment}: {ins.replicas} replica(s), "
+          f"GPU container {ins.container}, image {ins.image}, node {ins.node or '?'}, pod {ins.pod or 'none'}, "
           f"{ins.tensor_parallel} GPU worker process(es)")
     for f in ins.findings:
         show(f"  [{f.level}] {f.name}: {f.message}")

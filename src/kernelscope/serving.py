@@ -74,6 +74,12 @@ SHELLS = re.compile(r"^(/usr)?(/bin/)?(ba|da|z)?sh$")
 SEPARATORS = frozenset({";", "&&", "||"})  # between a script's simple commands (redact.shell_words' tokens)
 
 
+def _separates(token: str) -> bool:
+    """A punctuation token that ends a simple command: `;`, `&&`, `||`, also run together with a
+    parenthesis (`$(X);` splits as `$`, `(`, `X`, `);`)."""
+    return token in SEPARATORS or (set(token) <= set(";&|()") and any(sep in token for sep in SEPARATORS))
+
+
 def script_at(command: Sequence[str]) -> int | None:
     """Where the script is in `sh -c SCRIPT` (`bash -lc`, `/bin/sh -ec` ...), the form vLLM's own
     Kubernetes guide uses (`command: ["/bin/sh", "-c"]`, the server in args): None for an exec form."""
@@ -83,18 +89,49 @@ def script_at(command: Sequence[str]) -> int | None:
     return None
 
 
+# where a script starts its server: `vllm serve`, `python3 -m vllm.entrypoints...` (an `exec`, an
+# `eval "exec ..."` before it, as KServe's template has)
+SERVER_IN_SCRIPT = re.compile(r"(?:^|(?<=[\s;&|(\"']))((?:\S*/)?vllm[ \t]+serve\b|(?:\S*/)?python[\d.]*[ \t]+-m[ \t]+"
+                              r"vllm\.entrypoints\S*)")
+POSITIONAL = frozenset({"$@", "${@}", "$*", "${*}"})
+
+
+def _server_in(script: str, positional: Sequence[str]) -> list[str] | None:
+    """The server's words in a script too long or too shell-specific to split whole (RoCE set-up,
+    `[[ ]]`, comments with quotes): from its last `vllm serve` to the end of that command line
+    (backslash-newlines joined), `$@` as the script's positional words; quotes that do not close
+    there (an `eval "..."` string) are dropped rather than guessed."""
+    found = list(SERVER_IN_SCRIPT.finditer(script))
+    if not found:
+        return None
+    line = script[found[-1].start(1):].replace("\\\n", " ").split("\n", 1)[0]
+    try:
+        tokens = shell_words(line)
+    except ValueError:
+        tokens = line.replace('"', " ").replace("'", " ").split()
+    tokens = tokens[:next((i for i, t in enumerate(tokens) if _separates(t)), len(tokens))]
+    return [w for t in tokens for w in (positional if t in POSITIONAL else [t])]
+
+
 def words(command: Sequence[str]) -> list[str]:
     """The command's words, a `sh -c` script split as the shell would (its last simple command, the
     server: `pip install x && exec vllm serve m` -> `vllm serve m`), then any words after the script
-    (`sh -c 'exec "$@"' vllm serve m`: the script's $0, $1...)."""
+    (`sh -c 'exec "$@"' vllm serve m`: the script's $0, $1...). A script that does not split whole
+    gives its server's own line (_server_in)."""
     at = script_at(command)
     if at is None:
         return list(command)
     try:
         tokens = shell_words(command[at])
     except ValueError:
+        tokens = None
+    script = tokens[max((i + 1 for i, t in enumerate(tokens) if _separates(t)), default=0):] if tokens else None
+    if script is None or not any("vllm" in w for w in script):
+        server = _server_in(command[at], command[at + 2:])
+        if server is not None:
+            return server
+    if script is None:
         return list(command)
-    script = tokens[max((i + 1 for i, t in enumerate(tokens) if t in SEPARATORS), default=0):]
     return [*script, *command[at + 1:]]
 
 
@@ -225,7 +262,8 @@ def from_context(context: Mapping[str, str]) -> Serving | None:
 # `--profiler-config '{"profiler": "cuda"}'` (0.13-0.15 also take the env, deprecated; 0.16 dropped it).
 CUDA_PROFILER_ENV = "VLLM_TORCH_CUDA_PROFILE"
 TORCH_PROFILER_ENV = "VLLM_TORCH_PROFILER_DIR"
-PROFILER_CONFIG = '{"profiler": "cuda"}'
+# the dotted form (vLLM 0.13 on): no JSON quotes for a shell, an `eval` (KServe's template) or YAML to break
+PROFILER_OPTIONS = ("--profiler-config.profiler", "cuda")
 VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 # images whose tag is vLLM's own release (others, e.g. LMCache's vllm-openai, tag their own versions)
 VLLM_RELEASE_IMAGE = re.compile(r"^(?:docker\.io/)?vllm/vllm-openai(?:-[a-z0-9]+)?:(v?\d+\.\d+(?:\.\d+)?)$")
@@ -262,12 +300,12 @@ def profiler_switch(version: str | None, source: str) -> ProfilerSwitch:
     """The switch for vLLM `version` (None: unknown, taken as current, which is said)."""
     v = release(version)
     if v is None:
-        return ProfilerSwitch(("--profiler-config", PROFILER_CONFIG), why=(
+        return ProfilerSwitch(PROFILER_OPTIONS, why=(
             f"vLLM's version is unknown ({source}): --profiler-config, which vLLM 0.13 and later take, is assumed; "
             "an older server fails at start with 'unrecognized arguments' (then pass --vllm-version)"))
     if v >= (0, 13, 0):
-        return ProfilerSwitch(("--profiler-config", PROFILER_CONFIG),
-                              why=f"vLLM {version} ({source}): --profiler-config (vLLM 0.13 and later)")
+        return ProfilerSwitch(PROFILER_OPTIONS,
+                              why=f"vLLM {version} ({source}): --profiler-config.profiler cuda (vLLM 0.13 and later)")
     if v >= (0, 11, 1):
         return ProfilerSwitch(env=((CUDA_PROFILER_ENV, "1"),), drop_env=(TORCH_PROFILER_ENV,),
                               why=f"vLLM {version} ({source}): env {CUDA_PROFILER_ENV}=1 (vLLM 0.11.1-0.12 have no "

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .findings import GPU, gpu_request, named
 from .kubectl import Step
 from .sister import CAPTURE_LABEL, EXPIRES_LABEL, INSTALL, REPORTS, SISTER_OF_LABEL, TOOLS, expires_at
+from .workload import RESOURCE
 
 if TYPE_CHECKING:
     from .capture import Cleanup, K8sCaptureResult
@@ -50,7 +51,7 @@ def sister_lines(pod: dict[str, Any], ins: Inspection) -> list[str]:
     source = f"copied in by init container {INSTALL} (image {install['image']})" if install else "in the image"
     return [
         f"sister pod {meta['name']}: 1 replica (one bare Pod, restartPolicy {spec['restartPolicy']}, "
-        f"activeDeadlineSeconds {spec['activeDeadlineSeconds']} s); deployment/{ins.deployment} keeps its "
+        f"activeDeadlineSeconds {spec['activeDeadlineSeconds']} s); {RESOURCE[ins.kind]}/{ins.deployment} keeps its "
         f"{ins.replicas} replica(s), untouched",
         f"  GPU container {ins.container}: image {gpu.get('image')}, {gpu_request(gpu)} x {GPU}, its server run "
         f"under {ncu} (the whole command is in the spec below)",

@@ -4,6 +4,7 @@ evidence for each finding."""
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,6 +16,7 @@ from . import DEFAULT_TOOLS_IMAGE, watch
 from .findings import GPU, Finding, Level, as_int, gpu_request, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
+from .workload import RESOURCE, Target, claim_volumes, kserve_deployment, normal, parse_target
 
 Strategy = Literal["wrap", "attach", "direct"]
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
@@ -53,6 +55,8 @@ class Inspection:
     app_cuda: str | None = None  # from the production pod's launch log
     strategy: Strategy = "wrap"
     strategy_reason: str = ""
+    kind: str = "Deployment"  # what holds the template: Deployment, StatefulSet, LeaderWorkerSet
+    served_for: str | None = None  # the KServe service whose Deployment this is
     vllm_version: str | None = None  # the server's vLLM release, when something says it
     vllm_version_source: str = "not read"
     api_key: str | None = None  # where the server's API key comes from, as words (never its value)
@@ -69,13 +73,6 @@ class Inspection:
                             "the image's ENTRYPOINT runs them and kubectl cannot see it; pass --entrypoint "
                             "(e.g. --entrypoint 'vllm serve' or 'python3 -m vllm.entrypoints.openai.api_server')")
         return [*head, *self.args]
-
-
-def parse_target(target: str) -> str:
-    kind, _, name = target.rpartition("/")
-    if kind not in ("", "deploy", "deployment", "deployments", "deployment.apps"):
-        raise KubeError(f"{target}: only deployments are supported (deploy/NAME)")
-    return check_name("deployment", name)
 
 
 def log_cuda_version(log: str) -> str | None:
@@ -231,7 +228,7 @@ def _production_state(ins: Inspection, pod: dict[str, Any] | None) -> Finding:
     """Whether production's pod runs: a copy of a template whose pod fails (a crash loop, an image it
     cannot pull) fails the same way, so that blocks; a pod not running yet, or none, leaves the checks
     that read it (admission-added env, the launch log's CUDA) unchecked, which is said."""
-    where = f"deployment/{ins.deployment} .spec.replicas={ins.replicas}"
+    where = f"{RESOURCE[ins.kind]}/{ins.deployment} .spec.replicas={ins.replicas}"
     if pod is None:
         if ins.replicas == 0:
             return Finding("production-pod", "info", "scaled to zero: no production pod to read; the sister "
@@ -251,14 +248,16 @@ def _production_state(ins: Inspection, pod: dict[str, Any] | None) -> Finding:
 
 
 def _production_pod(kube: Kube, dep: dict[str, Any]) -> dict[str, Any] | None:
-    """A running pod of the deployment (else any of its pods): found by its selector, and kept only if
-    it belongs to the deployment through its ReplicaSet's owner reference (a canary sharing the
-    labels belongs to another Deployment). A pod with no owner reference cannot be told apart, and
-    is kept, as is every pod when the deployment records no uid."""
+    """A running pod of the workload (else any of its pods): found by its selector, and kept only if
+    it belongs to it through its owner reference (a Deployment's through its ReplicaSet; a canary
+    sharing the labels belongs to another Deployment). A pod with no owner reference cannot be told
+    apart, and is kept, as is every pod when the workload records no uid."""
     labels = dep["spec"]["selector"].get("matchLabels") or {}
     pods = kube.get_json("pods", selector(labels)).get("items", []) if labels else []
     uid = (dep.get("metadata") or {}).get("uid")
-    if uid and any(_owners(p) for p in pods):
+    if uid and dep.get("kind") == "StatefulSet" and any(_owners(p) for p in pods):
+        pods = [p for p in pods if not _owners(p) or any(o.get("uid") == uid for o in _owners(p))]
+    elif uid and dep.get("kind", "Deployment") == "Deployment" and any(_owners(p) for p in pods):
         sets = kube.get_json("replicasets", selector(labels)).get("items", [])
         ours = {(rs.get("metadata") or {}).get("name") for rs in sets
                 if any(o.get("uid") == uid for o in _owners(rs))}
@@ -272,15 +271,20 @@ def _owners(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
 
 
-def _read(kube: Kube, name: str) -> dict[str, Any]:
+def _read(kube: Kube, target: Target) -> dict[str, Any]:
+    """The workload as the cluster holds it, in the Deployment's shape (workload.normal); a KServe
+    service's is the Deployment KServe runs for it."""
     try:
-        dep: dict[str, Any] = kube.get_json(ref("deployment", name))
+        if target.kserve:
+            found = kube.get_json("deployments", selector(dict(target.labels()))).get("items", [])
+            return normal(kserve_deployment(target, found), "Deployment")
+        got: dict[str, Any] = kube.get_json(f"{RESOURCE[target.kind]}/{target.name}")
     except KubeError as exc:
         if not kube.dry_run:
             raise
         raise KubeError(f"{exc}; to plan without a cluster: --dry-run --from-manifest FILE "
-                        f"(e.g. the output of `kubectl get deploy {name} -o yaml`)") from exc
-    return dep
+                        f"(e.g. the output of `kubectl get {RESOURCE[target.kind]} {target.name} -o yaml`)") from exc
+    return normal(got, target.kind)
 
 
 def inspect(kube: Kube, target: str, tools_image: str, container: str | None = None,
@@ -288,22 +292,27 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
             manifest: dict[str, Any] | None = None, vllm_version: str | None = None) -> Inspection:
     """`manifest`: the deployment as a file holds it (kube offline): no pod, node or log is read,
     and the checks only a cluster can answer are listed as not done."""
-    name = parse_target(target)
-    dep = _read(kube, name) if manifest is None else manifest
-    template = dep["spec"]["template"]
+    aimed = parse_target(target)
+    dep = _read(kube, aimed) if manifest is None else manifest
+    name = check_name("deployment", (dep.get("metadata") or {}).get("name"), cluster=manifest is None)
+    dep["spec"]["template"] = template = copy.deepcopy(dep["spec"]["template"])
     spec = template["spec"]
     cont = gpu_container(spec, container)
     args = [str(a) for a in cont.get("args") or []]
     command = [str(c) for c in cont.get("command") or []]
     pod = _production_pod(kube, dep) if manifest is None else None
     node, pod_name = (pod or {}).get("spec", {}).get("nodeName"), (pod or {}).get("metadata", {}).get("name")
+    claims, chosen = claim_volumes(dep, pod_name)
+    spec["volumes"] = [*(spec.get("volumes") or []), *claims]  # a StatefulSet's claims, as its pod mounts them
     ins = Inspection(kube.namespace, name, int(dep["spec"].get("replicas", 1)),
                      template, check_name("container", cont.get("name"), cluster=manifest is None),
                      cont.get("image", ""),
                      command, args, node and check_name("node", node, cluster=True),
                      pod_name and check_name("pod", pod_name, cluster=True),
                      parallel_processes(words([*command, *args])), _server_port(cont, words([*command, *args])),
-                     gpu_request(cont))
+                     gpu_request(cont), kind=dep.get("kind", "Deployment"),
+                     served_for=aimed.ref() if aimed.kserve else None)
+    _workload(ins, dep, chosen)
     ins.vllm_version, ins.vllm_version_source = _vllm_version(kube, ins, pod, vllm_version)
     key = api_key(cont, words([*command, *args]))
     if key is not None:
@@ -313,6 +322,29 @@ def inspect(kube: Kube, target: str, tools_image: str, container: str | None = N
         without_cluster(ins, grant_cap)
     _choose(ins, strategy)
     return ins
+
+
+def _workload(ins: Inspection, dep: dict[str, Any], claims: str) -> None:
+    """What the workload's kind means for the sister, said before the checks."""
+    f, spec = ins.findings, dep["spec"]
+    if ins.served_for:
+        f.append(Finding("workload", "info", f"{ins.served_for} runs deployment/{ins.deployment} (found by KServe's "
+                         "labels); the sister copies its pod template", f"deployment/{ins.deployment} labels"))
+    if ins.kind == "StatefulSet":
+        f.append(Finding("workload", "info", f"statefulset/{ins.deployment}: the sister copies its pod template"
+                         + (f" and mounts {claims} (volumeClaimTemplates)" if claims else ""),
+                         "spec.volumeClaimTemplates" if claims else "spec.template"))
+    if ins.kind == "LeaderWorkerSet":
+        size = as_int(spec.get("groupSize"), 1)
+        if size > 1:
+            f.append(Finding("workload", "block", f"leaderworkerset/{ins.deployment} runs groups of {size} pods (a "
+                             "leader and its workers, one model over several nodes, meeting at the leader's address): "
+                             "one sister pod cannot hold a group, and a copied worker would join production's; "
+                             "capture a size-1 copy of the leader's template, or a Deployment of it",
+                             f"spec.leaderWorkerTemplate.size: {size}"))
+        else:
+            f.append(Finding("workload", "info", f"leaderworkerset/{ins.deployment}: groups of one pod; the sister "
+                             "copies the leader's template", "spec.leaderWorkerTemplate.size: 1"))
 
 
 def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, Any] | None, tools: str) -> None:
@@ -336,7 +368,7 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
     f.append(Finding("replicas", "info" if ins.replicas > 1 else "warn",
                      f"{ins.replicas} replica(s)" + ("" if ins.replicas > 1 else
                                                        ": single replica, strict capture limits apply"),
-                     f"deployment/{ins.deployment} .spec.replicas={ins.replicas}"))
+                     f"{RESOURCE[ins.kind]}/{ins.deployment} .spec.replicas={ins.replicas}"))
     template_env = _env_names(cont)
     admitted: dict[str, str] = {}
     if pod is not None:

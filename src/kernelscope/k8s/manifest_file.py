@@ -1,17 +1,19 @@
-"""A deployment read from a file instead of the cluster, so that `k8s capture --dry-run
+"""A workload read from a file instead of the cluster, so that `k8s capture --dry-run
 --from-manifest FILE` plans a capture with no cluster at all: the file `kubectl apply -f`
-takes (documents separated by `---`), or what `kubectl get deploy NAME -o yaml|json` prints (one
-Deployment, or a `kind: List` of them). Only the named Deployment is used; the file's other
-objects (Secrets with their values among them) are never read further."""
+takes (documents separated by `---`), what `kubectl get KIND NAME -o yaml|json` prints (one
+object, or a `kind: List` of them), or what `helm template` renders. Only the named object is used
+(a Deployment, StatefulSet or LeaderWorkerSet; for a KServe service, the Deployment carrying its
+labels); the file's other objects (Secrets with their values among them) are never read further."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, KubeError
 from ..files import parse_yaml_documents, read_text
 from .kubectl import check_name
+from .workload import Target, kserve_deployment, normal
 
 LIMIT = 16 << 20  # `kubectl get deploy -A -o yaml` of a large cluster is a few MB
 
@@ -95,18 +97,32 @@ def _check_shape(dep: dict[str, Any], path: Path, name: str) -> None:
                 raise InputError(path, f"{where}: spec.template.spec.{kind}[{i}] has no name")
 
 
-def load(path: Path, name: str, namespace: str) -> dict[str, Any]:
-    """The Deployment NAME in the file, checked against the namespace the plan is for."""
+def _labelled(obj: dict[str, Any], labels: dict[str, str]) -> bool:
+    held = (obj.get("metadata") or {}).get("labels")
+    return isinstance(held, dict) and all(held.get(k) == v for k, v in labels.items())
+
+
+def load(path: Path, target: Target, namespace: str) -> dict[str, Any]:
+    """The target's object in the file, in the Deployment's shape (workload.normal), checked against
+    the namespace the plan is for."""
     objects = _objects(parse_yaml_documents(read_text(path, LIMIT, "manifest"), path, "manifest"), path)
-    found = [o for o in objects if o.get("kind") == "Deployment" and _name(o) == name]
+    kind = "Deployment" if target.kserve else target.kind
+    found = [o for o in objects if o.get("kind") == kind and (
+        _labelled(o, target.labels()) if target.kserve else _name(o) == target.name)]
     in_ns = [o for o in found if (o.get("metadata") or {}).get("namespace") in (None, namespace)]
     if not found:
         held = ", ".join(f"{o.get('kind', '?')}/{_name(o)}" for o in objects[:8]) or "nothing"
         more = f" and {len(objects) - 8} more" if len(objects) > 8 else ""
-        raise InputError(path, f"no Deployment named {name} (the file holds {held}{more})")
+        what = f"Deployment labelled for {target.ref()}" if target.kserve else f"{kind} named {target.name}"
+        raise InputError(path, f"no {what} (the file holds {held}{more})")
     if not in_ns:
         other = check_name("namespace", found[0]["metadata"]["namespace"])
-        raise InputError(path, f"deployment {name} is in namespace {other}, not {namespace}: pass -n {other}")
-    dep: dict[str, Any] = _without_nulls(in_ns[0])
-    _check_shape(dep, path, name)
+        raise InputError(path, f"{kind.lower()} {_name(found[0])} is in namespace {other}, not {namespace}: "
+                               f"pass -n {other}")
+    try:
+        chosen = kserve_deployment(target, in_ns) if target.kserve else in_ns[0]
+    except KubeError as exc:
+        raise InputError(path, str(exc)) from exc
+    dep: dict[str, Any] = normal(_without_nulls(chosen), kind)
+    _check_shape(dep, path, _name(dep))
     return dep

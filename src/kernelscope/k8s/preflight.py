@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .findings import GPU, Finding, as_int, gpu_request, named, unchecked
 from .kubectl import Kube, ref
 from .resources import ADDED_RESOURCES, fmt, quantity, sister_requests
+from .workload import RESOURCE
 
 if TYPE_CHECKING:
     from .inspect import Inspection
@@ -250,6 +251,6 @@ UNCHECKED = ("RBAC (kubectl auth can-i)", "the model volume's access mode (a Rea
 def without_cluster(ins: Inspection, grant_cap: bool) -> list[Finding]:
     """A plan from a manifest file: the template's own checks only, and the cluster's named as not done."""
     return [Finding("cluster-checks", "info", "not checked, no cluster was read: " + "; ".join(UNCHECKED) +
-                    f"; `kernelscope k8s inspect -n {ins.namespace} deploy/{ins.deployment}` checks them",
+                    f"; `kernelscope k8s inspect -n {ins.namespace} {RESOURCE[ins.kind]}/{ins.deployment}` checks them",
                     "--from-manifest: the deployment as the file holds it, no production pod"),
             *counters(ins, grant_cap)]
