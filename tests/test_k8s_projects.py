@@ -126,7 +126,8 @@ def test_a_one_pod_leaderworkerset_plans_from_its_leader(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     (pod,) = planned_pods(out)
     assert [c["name"] for c in pod["spec"]["containers"]] == ["vllm-leader", "kernelscope-tools"]
-    assert "leaderworkerset serving/vllm: 2 replica(s)" in out and "16 GPU worker process(es)" in out  # TP 8 x PP 2, as its command says
+    assert "leaderworkerset serving/vllm: 2 replica(s)" in out
+    assert "16 GPU worker process(es)" in out  # TP 8 x PP 2, as its command says
 
 
 def test_aibrix_python_m_entrypoint_on_v0_7_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,3 +171,22 @@ def test_kserve_is_captured_through_the_deployment_it_runs(tmp_path: Path, capsy
 def test_kserve_with_no_deployment_in_the_file_says_what_to_plan_from(tmp_path: Path) -> None:
     err = refused(PROJECTS / "kserve-llmisvc-qwen2-7b-gpu.yaml", "llminferenceservice/qwen2-7b-instruct-single")
     assert "no Deployment labelled for llminferenceservice/qwen2-7b-instruct-single" in err
+
+
+@pytest.mark.parametrize(("resources", "env", "said"), [
+    ({"nvidia.com/mig-3g.40gb": "1"}, {}, "a MIG slice (nvidia.com/mig-3g.40gb): ncu profiles an isolated compute "
+                                          "instance as usual, but cannot read units shared"),
+    ({"nvidia.com/gpu.shared": "1"}, {}, "a shared GPU (nvidia.com/gpu.shared): other pods' kernels run on it"),
+    ({"nvidia.com/gpu": "1"}, {"CUDA_MPS_PIPE_DIRECTORY": "/mps"}, "a shared GPU (CUDA_MPS_PIPE_DIRECTORY)"),
+])
+def test_mig_and_shared_gpus_are_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           resources: dict[str, str], env: dict[str, str], said: str) -> None:
+    (dep,) = [d for d in yaml.safe_load_all((PROJECTS / "vllm-chart-helm-default.yaml").read_text())
+              if d and d.get("kind") == "Deployment"]
+    gpu = dep["spec"]["template"]["spec"]["containers"][0]
+    gpu["resources"] = {"limits": resources, "requests": resources}
+    gpu["env"] = [*(gpu.get("env") or []), *({"name": k, "value": v} for k, v in env.items())]
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump(dep))
+    assert main(argv(tmp_path / "d.yaml", "deploy/vllm-deployment-vllm", "serving")) == 0
+    out = capsys.readouterr().out
+    assert f"[warn] gpu-sharing: {said}" in out and "[ok] gpu-container" in out

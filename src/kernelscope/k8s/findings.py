@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,10 +37,27 @@ def named(spec: dict[str, Any], name: str) -> dict[str, Any]:
     return next((c for c in spec.get("containers") or [] if c.get("name") == name), {})
 
 
-def gpu_request(container: dict[str, Any]) -> int:
+# NVIDIA's device plugin names a whole GPU nvidia.com/gpu, a time-sliced or MPS-shared one
+# nvidia.com/gpu.shared (renameByDefault), and a MIG slice nvidia.com/mig-<g>g.<mem>gb (mixed strategy)
+NVIDIA_GPU = re.compile(r"nvidia\.com/(?:gpu(?:\.shared)?|mig-\d+g\.\d+gb(?:\.\w+)?)")
+
+
+def gpu_resource(container: dict[str, Any]) -> str | None:
+    """The NVIDIA GPU resource the container asks for (a whole GPU, a shared one, a MIG slice)."""
     res = container.get("resources") or {}
     for part in ("limits", "requests"):
-        value = (res.get(part) or {}).get(GPU)
+        for key in res.get(part) or {}:
+            if isinstance(key, str) and NVIDIA_GPU.fullmatch(key):
+                return key
+    return None
+
+
+def gpu_request(container: dict[str, Any], key: str | None = None) -> int:
+    """How many of `key` (default: the NVIDIA GPU resource it asks for) the container asks for."""
+    key = key or gpu_resource(container)
+    res = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        value = (res.get(part) or {}).get(key)
         if value is not None:
             return as_int(value)
     return 0

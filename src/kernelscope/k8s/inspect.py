@@ -13,7 +13,7 @@ from .. import redact
 from ..errors import KubeError
 from ..serving import VLLM_IMAGE, image_release, is_vllm, profiler_switch, release, spelled, words
 from . import DEFAULT_TOOLS_IMAGE, watch
-from .findings import GPU, Finding, Level, as_int, gpu_request, named, unchecked
+from .findings import GPU, Finding, Level, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
 from .workload import RESOURCE, Target, claim_volumes, kserve_deployment, normal, parse_target
@@ -224,6 +224,26 @@ def _gpu_container(ins: Inspection, cont: dict[str, Any]) -> Finding:
     return Finding("gpu-container", "block", f"container {ins.container} requests no {GPU}: {why}", containers)
 
 
+def _gpu_sharing(cont: dict[str, Any]) -> Finding | None:
+    """A MIG slice or a shared GPU: what ncu can and cannot measure there (Nsight Compute 2025.3's
+    Profiling Guide, "Multi-Instance GPU" and "Multi-Process Service"; its known issues)."""
+    key = gpu_resource(cont) or ""
+    env = _env_names(cont)
+    if key.startswith("nvidia.com/mig-"):
+        return Finding("gpu-sharing", "warn", f"a MIG slice ({key}): ncu profiles an isolated compute instance as "
+                       "usual, but cannot read units shared with other MIG instances (it fails with 'Failed to access "
+                       "the following metrics'), cannot lock clocks (kernelscope passes --clock-control none), and "
+                       "other work on the GPU influences what it measures; the sister needs a free slice of this "
+                       "profile", f"resources: {key}")
+    if key.endswith(".shared") or any(k.startswith("CUDA_MPS_") for k in env):
+        how = key if key.endswith(".shared") else ", ".join(sorted(k for k in env if k.startswith("CUDA_MPS_")))
+        return Finding("gpu-sharing", "warn", f"a shared GPU ({how}): other pods' kernels run on it beside the "
+                       "sister's, so times and throughput are not this server's alone; under MPS ncu measures all "
+                       "clients together (ncu --mps), and ncu 2025.3's known issues list profiling with MPS enabled "
+                       "as unsupported; capture on a GPU of its own when you can", f"resources / env: {how}")
+    return None
+
+
 def _production_state(ins: Inspection, pod: dict[str, Any] | None) -> Finding:
     """Whether production's pod runs: a copy of a template whose pod fails (a crash loop, an image it
     cannot pull) fails the same way, so that blocks; a pod not running yet, or none, leaves the checks
@@ -350,6 +370,9 @@ def _workload(ins: Inspection, dep: dict[str, Any], claims: str) -> None:
 def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, Any] | None, tools: str) -> None:
     f = ins.findings
     f.append(_gpu_container(ins, cont))
+    sharing = _gpu_sharing(cont)
+    if sharing:
+        f.append(sharing)
     if not kube.offline:
         f.append(_production_state(ins, pod))
     if ins.template["spec"].get("hostNetwork") is True:

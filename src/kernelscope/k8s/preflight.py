@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .findings import GPU, Finding, as_int, gpu_request, named, unchecked
+from .findings import GPU, Finding, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, ref
 from .resources import ADDED_RESOURCES, fmt, quantity, sister_requests
 from .workload import RESOURCE
@@ -77,7 +77,8 @@ def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
     if ins.gpus == 0:
         return [Finding("gpu-capacity", "info", "the GPU container requests no nvidia.com/gpu; capacity not "
                          "checked", "container resources")]
-    what = f"free GPUs for the sister ({ins.gpus} x {GPU})"
+    wanted = gpu_resource(named(ins.template["spec"], ins.container)) or GPU
+    what = f"free GPUs for the sister ({ins.gpus} x {wanted})"
     nodes, why = kube.read("nodes")
     if nodes is None:
         return [unchecked("gpu-capacity", what, why or "", f"get/list nodes: {CLUSTER_ROLE}; without it the sister "
@@ -94,8 +95,8 @@ def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
         labels = node["metadata"].get("labels") or {}
         if pinned and name != pinned or any(labels.get(k) != v for k, v in selector.items()):
             continue
-        total = as_int((node.get("status", {}).get("allocatable") or {}).get(GPU))
-        used = sum(gpu_request(c) for p in pods if p.get("spec", {}).get("nodeName") == name
+        total = as_int((node.get("status", {}).get("allocatable") or {}).get(wanted))
+        used = sum(gpu_request(c, wanted) for p in pods if p.get("spec", {}).get("nodeName") == name
                    for c in p["spec"].get("containers", []))
         free[name] = total - used
     fits = {n: g for n, g in free.items() if g >= ins.gpus}
