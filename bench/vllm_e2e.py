@@ -9,6 +9,9 @@ stage prints one JSON document and writes it, with the bundles' reports, under O
                                                # together; the server serves afterwards
     python3 bench/vllm_e2e.py k8s OUTDIR       # k8s capture of the server as a Deployment (GPU-host mode):
                                                # serving window, time to bundle, cost per request, nothing left
+    python3 bench/vllm_e2e.py secure OUTDIR    # the same server wanting an API key (VLLM_API_KEY from a Secret,
+                                               # production-stack's secure setup): warm-ups carry it by reference
+    python3 bench/vllm_e2e.py statefulset OUTDIR  # the server as a StatefulSet with a volumeClaimTemplate
 
 Needs: the wheel set installed on PYTHONPATH, the model at $TINY (default /tmp/tiny: make/vllm/make_tiny.py),
 ncu on PATH; `k8s` also the cluster up in GPU-host mode (KUBECONFIG set).
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 import zlib
 from pathlib import Path
@@ -48,21 +52,23 @@ def ks(*args: str, timeout: float = 560) -> dict[str, Any]:
             "stdout": res.stdout[-6000:], "stderr": res.stderr[-4000:]}
 
 
-def post(port: int, path: str = "/v1/completions", body: bytes = BODY, timeout: float = 120) -> tuple[int, float]:
+def post(port: int, path: str = "/v1/completions", body: bytes = BODY, timeout: float = 120,
+         key: str | None = None) -> tuple[int, float]:
     t = time.monotonic()
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json",
+                                          **({"Authorization": f"Bearer {key}"} if key else {})})
     with urllib.request.urlopen(req, timeout=timeout) as r:
         r.read()
         return r.status, round(time.monotonic() - t, 3)
 
 
 def serving(port: int, timeout: float) -> float | None:
-    """Seconds until the server answers /v1/models, or None."""
+    """Seconds until the server answers /health (no API key guards it), or None."""
     t = time.monotonic()
     while time.monotonic() - t < timeout:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
                 return round(time.monotonic() - t, 1)
         except OSError:
             time.sleep(1)
@@ -204,8 +210,9 @@ def pod_port(pod: str) -> int:
     return 8100 + zlib.crc32(pod.encode()) % 500
 
 
-def deployment() -> dict[str, Any]:
-    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+def deployment(name: str = "llama", kind: str = "Deployment", extra_env: tuple[dict[str, Any], ...] = ()
+               ) -> dict[str, Any]:
+    env = [*extra_env, {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
            {"name": "PYTHONPATH", "value": os.environ.get("PYTHONPATH", "")},
            {"name": "HOME", "value": "/dev/shm"}, {"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "0"},
            {"name": "HF_HUB_OFFLINE", "value": "1"}, {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
@@ -216,11 +223,76 @@ def deployment() -> dict[str, Any]:
               "env": env, "resources": {"limits": {"nvidia.com/gpu": "1"}},
               "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}
     agent = {"name": "metrics-agent", "image": "busybox", "command": ["sleep", "3600"]}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llama", "namespace": NS},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llama"}},
-                     "template": {"metadata": {"labels": {"app": "llama"}},
-                                  "spec": {"containers": [agent, server],
-                                           "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}}}}
+    doc = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": NS},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                    "template": {"metadata": {"labels": {"app": name}},
+                                 "spec": {"containers": [agent, server],
+                                          "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}]}}}}
+    if kind == "StatefulSet":  # a model cache per replica, as a volumeClaimTemplate
+        doc["spec"]["serviceName"] = name
+        doc["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "cache"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}}]
+        server["volumeMounts"].append({"name": "cache", "mountPath": "/cache"})
+    return doc
+
+
+KEY = "sk-e2e-key-never-printed"
+
+
+def real(case: str, out: Path) -> dict[str, Any]:
+    """A real deployment form captured end to end: `secure` (vLLM wanting VLLM_API_KEY from a Secret,
+    production-stack's secure setup) or `statefulset` (a volumeClaimTemplate); the vLLM release is
+    read from the running pod, as a user's run would."""
+    kubectl("create", "namespace", NS, check=False)
+    kubectl("-n", NS, "create", "secret", "generic", "hf", "--from-literal=token=hf_e2e_secret_value", check=False)
+    kubectl("-n", NS, "create", "secret", "generic", "vllm-secrets", f"--from-literal=vllmApiKey={KEY}", check=False)
+    key_env = {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-secrets", "key": "vllmApiKey"}}}
+    name, kind = ("secure", "Deployment") if case == "secure" else ("llama-sts", "StatefulSet")
+    kubectl("apply", "-f", "-", stdin=json.dumps(deployment(name, kind, (key_env,) if case == "secure" else ())))
+    pod = f"{name}-0" if kind == "StatefulSet" else ""
+    t = time.monotonic()
+    while not pod and time.monotonic() - t < 60:
+        items = json.loads(kubectl("-n", NS, "get", "pods", "-l", f"app={name}", "-o", "json"))["items"]
+        pod = items[0]["metadata"]["name"] if items else ""
+        time.sleep(0.5)
+    result: dict[str, Any] = {"case": case, "production_serving_after_s": serving(pod_port(pod), 300)}
+    key = KEY if case == "secure" else None
+    try:
+        post(pod_port(pod))
+        result["production_without_key"] = 200
+    except urllib.error.HTTPError as exc:
+        result["production_without_key"] = exc.code
+    result["production_per_request_s"] = [post(pod_port(pod), key=key)[1] for _ in range(6)][2:]
+    uid = json.loads(kubectl("-n", NS, "get", "pod", pod, "-o", "json"))["metadata"]["uid"]
+    target = f"{'deploy' if kind == 'Deployment' else 'statefulset'}/{name}"
+    result["inspect"] = ks("k8s", "inspect", "-n", NS, target, "--tools-image", "host", timeout=120)
+    release = f"ks-{case[:6]}"
+    bundle = Path(f"/tmp/b_{case}")
+    shutil.rmtree(bundle, ignore_errors=True)
+    result["capture"] = ks("k8s", "capture", "-n", NS, target, "--kernel", "regex:nvjet", "--launch-count", "1",
+                           "--warmup-requests", "3", "--warmup-port", str(pod_port(release)), "--warmup-body",
+                           BODY.decode(), "--ncu-in-image", NCU, "--tools-image", "host", "--release", release,
+                           "--timeout", "400", "--out", str(bundle), timeout=480)
+    if bundle.exists():
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        result["window"] = manifest["scoping"].get("window")
+        replies = json.loads((bundle / "warmup.json").read_text()) if (bundle / "warmup.json").exists() else []
+        result["sister_requests"] = [(r["path"], r["status"], r["seconds"], r.get("tool")) for r in replies]
+        values = json.loads((bundle / "sister-values.json").read_text())
+        result["sister_volumes"] = [v for v in values["spec"]["volumes"] if "persistentVolumeClaim" in v]
+        result["key_in_bundle"] = any(KEY.encode() in f.read_bytes() for f in bundle.rglob("*") if f.is_file())
+    result["key_printed"] = KEY in json.dumps([result["inspect"], result["capture"]])
+    result["analysis"] = analysis(bundle)
+    result["kept"] = keep(bundle, out, case)
+    after = json.loads(kubectl("-n", NS, "get", "pod", pod, "-o", "json"))
+    result["production_untouched"] = (after["metadata"]["uid"] == uid and
+                                      all(c.get("restartCount", 0) == 0 for c in after["status"]["containerStatuses"]))
+    result["left_behind"] = {"pods": kubectl("-n", NS, "get", "pods", "-l", "kernelscope.dev/owner=kernelscope",
+                                             "-o", "name").split(),
+                             "releases": subprocess.run(["helm", "-n", NS, "list", "-q"], capture_output=True,
+                                                        text=True).stdout.split()}
+    kubectl("-n", NS, "delete", kind.lower(), name, "--wait=true", check=False)
+    return result
 
 
 def k8s(out: Path) -> dict[str, Any]:
@@ -263,7 +335,9 @@ def k8s(out: Path) -> dict[str, Any]:
 def main() -> None:
     stage, out = sys.argv[1], Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    result = {"offline": offline, "serve": serve, "k8s": k8s}[stage](out)
+    stages = {"offline": offline, "serve": serve, "k8s": k8s, "secure": lambda o: real("secure", o),
+              "statefulset": lambda o: real("statefulset", o)}
+    result = stages[stage](out)
     result["stage_s"] = round(time.monotonic() - T0, 1)
     text = json.dumps(result, indent=1, default=str)
     (out / f"{stage}.json").write_text(text)

@@ -253,6 +253,7 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
             for i in range(min(found.num_actions(), KERNELS_NAMED - seen)):
                 names.setdefault(text(found.action_by_idx(i).name(demangled))[:4096])
                 seen += 1
-        return FirstLaunch(tuple(text(s.identifier()) for s in action.sections()),
+        sections = getattr(action, "sections", None)  # ncu 2025.3.1's own ncu_report has no IAction.sections
+        return FirstLaunch(tuple(text(s.identifier()) for s in sections()) if sections else (),
                            frozenset(text(n) for n in action.metric_names()),
                            None if device is None else text(device.value()), clocks, tuple(names))
