@@ -2,7 +2,7 @@
 
 A. Passes and wall time of one scoped capture of one GEMM with --set basic, roofline,
    roofline + stalls, and full (through `kernelscope op`, so the numbers are the tool's own).
-B. The slowdown of a serving-like loop (bench/serve_loop.py, a decode step of ~6 small kernels)
+B. The slowdown of a serving-like loop (bench/workloads/serve_loop.py, a decode step of ~6 small kernels)
    under ncu: alone; attached with a kernel filter that matches nothing; during a scoped one-kernel
    `basic` capture; and the same with the step replayed as a CUDA graph, with ncu's default
    --graph-profiling node and with --graph-profiling graph.
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 NCU = ["ncu", "--clock-control", "none"]
-LOOP = [sys.executable, "bench/serve_loop.py", "--seconds", "12"]
+LOOP = [sys.executable, "bench/workloads/serve_loop.py", "--seconds", "12"]
 
 
 def part_a(tmp: Path) -> list[dict]:
@@ -82,7 +82,7 @@ def main() -> None:
         print(f"  {r['set']:<16} passes {r['passes']}  ncu wall {r['ncu_wall_s']:6.1f} s  "
               f"(command {r['command_wall_s']} s)")
     b = part_b()
-    print("B. serving-like loop (bench/serve_loop.py)")
+    print("B. serving-like loop (bench/workloads/serve_loop.py)")
     for r in b:
         print(f"  {r['case']:<72} median {r['median_us_per_step']} us/step, worst interval "
               f"{r['max_interval_us_per_step']} us/step")

@@ -1,6 +1,6 @@
 """What a wrapped server pays under ncu, phase by phase (GPU machine, ncu on PATH, repo root).
 
-A decode-like loop (bench/serve_loop.py, ~6 small kernels a step, one process) runs 14 s under
+A decode-like loop (bench/workloads/serve_loop.py, ~6 small kernels a step, one process) runs 14 s under
 each setting; the median µs per step is taken over the last 8 s (after start-up):
   - alone;
   - ncu with a filter that matches nothing (the per-launch interception alone);
@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 
-LOOP = [sys.executable, "bench/serve_loop.py", "--seconds", "14"]
+LOOP = [sys.executable, "bench/workloads/serve_loop.py", "--seconds", "14"]
 NCU = ["ncu", "--clock-control", "none", "--target-processes", "all", "-f", "-o", "/tmp/wrap-cost",
        "--metrics", "gpu__time_duration.sum"]
 CASES = (

@@ -109,8 +109,8 @@ def test_shell_wrapper_and_profile_from_start_flagged() -> None:
 
 
 def test_attach_of_several_kernels_is_one_session_each() -> None:
-    """Sessions in a row work when each ends after its report (measured, bench/attach_again.py), so
-    each kernel keeps its own launch count; a wrapped pod still runs one filter for all."""
+    """Sessions in a row work when each ends after its report (measured: docs/hopper-measurements.md,
+    "Attach sessions"), so each kernel keeps its own launch count; a wrapped pod still runs one filter for all."""
     plan = CapturePlan(kernels=("fmhaSm90", "regex:nvjet"), launch_count=2, attach=Attach("127.0.0.1", 49152))
     prepared, _ = prepare(plan, False, False)
     assert [(u.label, u.launch_count) for u in prepared.units()] == [("fmhaSm90", 2), ("regex:nvjet", 2)]

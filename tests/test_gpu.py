@@ -111,7 +111,7 @@ def test_attach_flow_on_localhost(tmp_path: Path) -> None:
     evidence = Path(os.environ.get("KERNELSCOPE_EVIDENCE_DIR", tmp_path))
     applog = (evidence / "attach-app.log").open("w")
     app = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "launch", "--",
-                            sys.executable, "bench/serve_loop.py", "--seconds", "40"],
+                            sys.executable, "bench/workloads/serve_loop.py", "--seconds", "40"],
                            stdout=applog, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         out = tmp_path / "live"
@@ -136,8 +136,8 @@ def test_attach_flow_on_localhost(tmp_path: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("KERNELSCOPE_GPU_KUBE"), reason="needs ../shared/kube in GPU-host mode "
                     "(KERNELSCOPE_GPU_KUBE=1 after gpu-up)")
 def test_live_pod_wrap_end_to_end(tmp_path: Path) -> None:
-    """bench/k8s_gpu_e2e.py: a 2-worker server in a pod, captured through a wrapped sister."""
-    res = subprocess.run([sys.executable, "bench/k8s_gpu_e2e.py", str(tmp_path)], capture_output=True, text=True,
+    """bench/device/k8s_gpu_e2e.py: a 2-worker server in a pod, captured through a wrapped sister."""
+    res = subprocess.run([sys.executable, "bench/device/k8s_gpu_e2e.py", str(tmp_path)], capture_output=True, text=True,
                          timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())

@@ -2,7 +2,7 @@
 (../shared/kube, or whatever cluster KUBECONFIG points at). Containers there run no images and no
 GPU code: the toy deployments' image "ships" a stand-in ncu (tests/k8s/fake-ncu.sh) that writes a
 real H200 report, so every kubectl/helm step of the pod transport runs for real; the GPU run of the
-same flow is bench/k8s_gpu_e2e.py (tests/test_gpu.py)."""
+same flow is bench/device/k8s_gpu_e2e.py (tests/test_gpu.py)."""
 
 from __future__ import annotations
 

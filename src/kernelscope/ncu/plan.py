@@ -172,7 +172,7 @@ def combined_filter(kernels: tuple[str, ...], base: NameBase = "demangled") -> s
 def one_session(plan: CapturePlan, why: str) -> CapturePlan:
     """All kernels through one ncu session: a wrapped sister pod runs one ncu over one model load.
     (Attach needs no such merging: a launched process takes sequential attach sessions, one per
-    kernel, measured with ncu 2025.3.1 in bench/attach_again.py.)"""
+    kernel, measured with ncu 2025.3.1: docs/hopper-measurements.md, "Attach sessions".)"""
     if len(plan.kernels) < 2:
         return plan
     return replace(plan, one_session=True).with_notes(

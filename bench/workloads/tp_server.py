@@ -7,7 +7,7 @@ SiLU, a residual copy: ~6 small kernels) and the reply carries each rank's µs p
 are idle between requests, so the kernels run only when traffic arrives, as in a real server.
 Every request is also logged as one JSON line, so `kubectl logs` shows the step time over time.
 
-    python3 bench/tp_server.py --procs 2 --port 8000
+    python3 bench/workloads/tp_server.py --procs 2 --port 8000
 """
 
 from __future__ import annotations

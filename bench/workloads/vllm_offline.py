@@ -1,10 +1,10 @@
-"""vLLM offline generation for the capture flows (bench/vllm_e2e.py): 8 sequences x 64 tokens a
+"""vLLM offline generation for the capture flows (bench/device/vllm_e2e.py): 8 sequences x 64 tokens a
 round. With --window, vLLM's CUDA profiler is on and only the last round runs between
 llm.start_profile() and llm.stop_profile() (cudaProfilerStart/Stop in the worker), so `ncu
 --profile-from-start off` profiles generation after start-up and warm-up, nothing else.
 Prints one line a round: its time and ms per decode step.
 
-    python3 bench/vllm_offline.py MODEL [ROUNDS] [--window] [--eager]
+    python3 bench/workloads/vllm_offline.py MODEL [ROUNDS] [--window] [--eager]
 """
 
 from __future__ import annotations

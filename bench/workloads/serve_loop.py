@@ -4,7 +4,7 @@ Every --every seconds it prints one JSON line {"t": s since start, "steps": n, "
 so that a profiler's effect on the serving loop can be read before, during and after a capture.
 --graph replays the step as one CUDA graph (as vLLM does for decode).
 
-    python3 bench/serve_loop.py --seconds 30 [--graph]
+    python3 bench/workloads/serve_loop.py --seconds 30 [--graph]
 """
 
 from __future__ import annotations

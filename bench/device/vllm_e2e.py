@@ -2,16 +2,16 @@
 tool (each must end inside 10 minutes; the machine stays warm between back-to-back calls). Each
 stage prints one JSON document and writes it, with the bundles' reports, under OUTDIR.
 
-    python3 bench/vllm_e2e.py offline OUTDIR   # kernels listing; capture of FA3, its combine, nvjet GEMMs,
+    python3 bench/device/vllm_e2e.py offline OUTDIR   # kernels listing; capture of FA3, its combine, nvjet GEMMs,
                                                # inductor Triton and the KV-cache write, in vLLM's own
                                                # serving window (llm.start_profile), one run
-    python3 bench/vllm_e2e.py serve OUTDIR     # launch + capture --attach against the OpenAI server, started
+    python3 bench/device/vllm_e2e.py serve OUTDIR     # launch + capture --attach against the OpenAI server, started
                                                # together; the server serves afterwards
-    python3 bench/vllm_e2e.py k8s OUTDIR       # k8s capture of the server as a Deployment (GPU-host mode):
+    python3 bench/device/vllm_e2e.py k8s OUTDIR       # k8s capture of the server as a Deployment (GPU-host mode):
                                                # serving window, time to bundle, cost per request, nothing left
-    python3 bench/vllm_e2e.py secure OUTDIR    # the same server wanting an API key (VLLM_API_KEY from a Secret,
+    python3 bench/device/vllm_e2e.py secure OUTDIR    # the same server wanting an API key (VLLM_API_KEY from a Secret,
                                                # production-stack's secure setup): warm-ups carry it by reference
-    python3 bench/vllm_e2e.py statefulset OUTDIR  # the server as a StatefulSet with a volumeClaimTemplate
+    python3 bench/device/vllm_e2e.py statefulset OUTDIR  # the server as a StatefulSet with a volumeClaimTemplate
 
 Needs: the wheel set installed on PYTHONPATH, the model at $TINY (default /tmp/tiny: make/vllm/make_tiny.py),
 ncu on PATH; `k8s` also the cluster up in GPU-host mode (KUBECONFIG set).
@@ -32,7 +32,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 KS = [PY, "-m", "kernelscope.cli"]
 TINY = os.environ.get("TINY", "/tmp/tiny")
@@ -102,7 +102,7 @@ def analysis(bundle: Path) -> dict[str, Any]:
 
 def offline(out: Path) -> dict[str, Any]:
     result: dict[str, Any] = {}
-    prog = [PY, str(REPO / "bench/vllm_offline.py"), TINY]
+    prog = [PY, str(REPO / "bench/workloads/vllm_offline.py"), TINY]
     result["kernels"] = ks("kernels", "--launch-count", "6000", "--format", "json", "--", *prog, "2")
     (out / "kernels.json").write_text(result["kernels"]["stdout"])
     result["kernels"]["stdout"] = result["kernels"]["stdout"][:1500]

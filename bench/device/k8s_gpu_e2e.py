@@ -6,7 +6,7 @@ pod, no restart, same generation); and the sister's step time while wrapped, dur
 and after it, from the warm-up replies. Prints one JSON document.
 
     export KUBE_HOST_MOUNTS="/usr /opt /etc /dev /proc /sys $PWD"; eval "$(.gpukube/gpu-up)"
-    PYTHONPATH=src python3 bench/k8s_gpu_e2e.py OUTDIR
+    PYTHONPATH=src python3 bench/device/k8s_gpu_e2e.py OUTDIR
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 NS = "serving"
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 NCU = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
 BASE_PORT = 8100
@@ -41,7 +41,7 @@ def port(pod: str) -> int:
 def deployment() -> dict[str, Any]:
     server = {
         "name": "server", "image": "vllm/vllm-openai:v0.11.0",
-        "command": [PY, str(REPO / "bench/tp_server.py")],
+        "command": [PY, str(REPO / "bench/workloads/tp_server.py")],
         "args": ["--tensor-parallel-size", "2", "--port", str(BASE_PORT), "--port-offset-env", "POD_NAME"],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                 {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
