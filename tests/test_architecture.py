@@ -163,3 +163,37 @@ def test_csv_and_parquet_use_the_column_names(fx: Path, tmp_path: Path) -> None:
     assert [h for h in header if h in plain] == plain  # every column, in spec order
     maps = {c.name for c in columns.COLUMNS if c.kind == "map"}
     assert all(h in plain or h in maps or h.split(".", 1)[0] in maps for h in header)  # nothing else
+
+
+def module_imports(path: Path) -> set[str]:
+    """The kernelscope modules a module imports at import time (top level; a TYPE_CHECKING block or
+    an import inside a function is not run then), as dotted paths under kernelscope."""
+    pkg = list(path.relative_to(SRC).with_suffix("").parts[:-1]) if path.name != "__init__.py" else \
+        list(path.relative_to(SRC).parent.parts)
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = pkg[: len(pkg) - node.level + 1]
+            mod = [*base, *(node.module.split(".") if node.module else [])]
+            for alias in node.names:  # `from . import watch` names a module; `from .x import y` the module x
+                sub = SRC.joinpath(*mod, alias.name)
+                found.add(".".join([*mod, alias.name]) if sub.with_suffix(".py").exists() or sub.is_dir()
+                          else ".".join(mod))
+    return {m for m in found if m}
+
+
+def test_no_cycles_between_modules() -> None:
+    """Within a package too (k8s/inspect and k8s/preflight once imported each other)."""
+    edges = {".".join(p.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__"): module_imports(p)
+             for p in SRC.rglob("*.py")}
+
+    def reach(start: str) -> set[str]:
+        seen, todo = set(), list(edges.get(start, ()))
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo += edges.get(n, ())
+        return seen
+
+    assert sorted(u for u in edges if u in reach(u)) == []

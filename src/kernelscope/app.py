@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that 
     from .capture.preflight import Finding
     from .capture.transport import Progress
     from .k8s.capture import Cleanup, K8sCaptureRequest, K8sCaptureResult
-    from .k8s.inspect import Inspection, Strategy
+    from .k8s.findings import Inspection, Strategy
     from .manifest import Analytic
     from .ncu.plan import CapturePlan
     from .ncu.version import NcuInfo

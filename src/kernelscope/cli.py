@@ -28,7 +28,7 @@ from .report.text import clean
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
     from .app import CaptureRequest, CaptureResult
-    from .k8s.inspect import Inspection
+    from .k8s.findings import Inspection
     from .ncu.plan import CapturePlan
 
 Handler = Callable[[argparse.Namespace], int]

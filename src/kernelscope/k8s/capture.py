@@ -26,7 +26,8 @@ from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
 from ..serving import ProfilerSwitch, context_of, is_vllm, profiler_switch, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
-from .inspect import Inspection, Strategy, inspect
+from .findings import Inspection, Strategy
+from .inspect import inspect
 from .kubectl import Kube, Step, check_name, ref
 from .manifest_file import load as load_manifest
 from .transport import PodTransport, Warmup

@@ -15,7 +15,7 @@ from .workload import RESOURCE
 
 if TYPE_CHECKING:
     from .capture import Cleanup, K8sCaptureResult
-    from .inspect import Inspection
+    from .findings import Inspection
 
 
 def secret_names(spec: dict[str, Any]) -> list[str]:

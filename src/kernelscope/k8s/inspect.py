@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .. import redact
 from ..errors import KubeError
 from ..serving import VLLM_IMAGE, image_release, is_vllm, profiler_switch, release, spelled, words
 from . import DEFAULT_TOOLS_IMAGE, watch
-from .findings import GPU, Finding, Level, as_int, gpu_request, gpu_resource, named, unchecked
+from .findings import GPU, Finding, Inspection, Level, Strategy, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
 from .workload import RESOURCE, Target, claim_volumes, kserve_deployment, normal, parse_target
 
-Strategy = Literal["wrap", "attach", "direct"]
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
 GPU_MEM_UTIL_WARN = 0.85
 # NVIDIA GPU feature discovery labels for the CUDA version the node's driver supports (new, old)
@@ -33,46 +31,6 @@ CUDA_IMAGE = re.compile(r"(?:^|/)nvidia/cuda:(\d+\.\d+\.\d+)-(?:cudnn\d*-)?devel
 # the ncu a CUDA devel image ships (dpkg nsight-compute-2025.3.1 in a CUDA 13.0.2 devel image, read on
 # the H200 machine); another CUDA's is read with ncu --version in the pod
 NCU_OF_CUDA = {"13.0.2": "2025.3.1"}
-
-
-@dataclass
-class Inspection:
-    namespace: str
-    deployment: str
-    replicas: int
-    template: dict[str, Any]  # the production pod template, as the API returned it
-    container: str
-    image: str
-    command: list[str]  # the container's command (its entrypoint override); [] when the image's runs
-    args: list[str]
-    node: str | None
-    pod: str | None  # a running production pod
-    tensor_parallel: int
-    server_port: int
-    gpus: int
-    findings: list[Finding] = field(default_factory=list)
-    pin_node: str | None = None  # a ReadWriteOnce model volume keeps the sister on production's node
-    app_cuda: str | None = None  # from the production pod's launch log
-    strategy: Strategy = "wrap"
-    strategy_reason: str = ""
-    kind: str = "Deployment"  # what holds the template: Deployment, StatefulSet, LeaderWorkerSet
-    served_for: str | None = None  # the KServe service whose Deployment this is
-    vllm_version: str | None = None  # the server's vLLM release, when something says it
-    vllm_version_source: str = "not read"
-    api_key: str | None = None  # where the server's API key comes from, as words (never its value)
-    api_key_env: dict[str, Any] | None = None  # that source as an env entry for the sister's tools container
-
-    def blocked(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == "block"]
-
-    def serving_command(self, entrypoint: list[str] | None) -> list[str]:
-        """The full command the GPU container runs: its command + args, or --entrypoint + args."""
-        head = self.command or (entrypoint or [])
-        if not head:
-            raise KubeError(f"container {self.container} sets only args ({' '.join(redact.argv(self.args))[:80]}): "
-                            "the image's ENTRYPOINT runs them and kubectl cannot see it; pass --entrypoint "
-                            "(e.g. --entrypoint 'vllm serve' or 'python3 -m vllm.entrypoints.openai.api_server')")
-        return [*head, *self.args]
 
 
 def log_cuda_version(log: str) -> str | None:

@@ -4,15 +4,10 @@ can be mounted twice, profiling counters no DCGM exporter holds, and permission 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .findings import GPU, Finding, as_int, gpu_request, gpu_resource, named, unchecked
+from .findings import GPU, Finding, Inspection, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, ref
 from .resources import ADDED_RESOURCES, fmt, quantity, sister_requests
 from .workload import RESOURCE
-
-if TYPE_CHECKING:
-    from .inspect import Inspection
 
 DCGM = ("dcgm-exporter", "dcgm")
 PROFILING_CAP = "SYS_ADMIN"

@@ -6,12 +6,9 @@ admits it. Read by the quota and LimitRange checks before anything is installed.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .findings import GPU
-
-if TYPE_CHECKING:
-    from .inspect import Inspection
+from .findings import GPU, Inspection
 
 # kernelscope's added containers: a copy (cp -a of ncu), `sleep`, tar for `kubectl cp`, and ncu's
 # exports of a report (the largest use: ~1 GB resident for a report of a few hundred launches)

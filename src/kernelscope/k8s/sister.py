@@ -19,8 +19,8 @@ from typing import Any
 
 from .. import redact
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
-from .findings import named
-from .inspect import INJECTION_ENV, Inspection
+from .findings import Inspection, named
+from .inspect import INJECTION_ENV
 from .kubectl import check_name
 from .resources import ADDED_RESOURCES
 

@@ -33,8 +33,8 @@ from ..files import parse_json
 from ..manifest import GpuFacts, Transport
 from ..ncu.argv import launch_argv
 from . import sister, watch
-from .findings import named
-from .inspect import INJECTION_ENV, Inspection
+from .findings import Inspection, named
+from .inspect import INJECTION_ENV
 from .kubectl import Kube, Step, check_name, ref
 
 POLL_S = 2.0
