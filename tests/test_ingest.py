@@ -137,3 +137,25 @@ def test_a_report_whose_name_is_not_utf8_is_read(fx: Path, tmp_path: Path) -> No
     (raw,) = ncu_rep.read(path)
     assert raw.device == "NVIDIA H200" and raw.source == str(path) and raw.metrics
     assert set(Path(tempfile.gettempdir()).glob("kernelscope-*")) == links  # the link's folder went with the read
+
+
+def test_a_report_read_for_its_context_then_its_launches_loads_each_launch_once(
+        fx: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """report_manifest (its context: the first launches' names) then read_inputs (its launches): the
+    launches the first loaded are handed to the second, not loaded again (ncu_report loads a launch
+    each time it is asked, ~0.5-2 ms each; bench/scale.py). A file changed in between is read anew."""
+    from kernelscope.ingest import report_manifest
+
+    mod = ncu_rep._ncu_report()
+    asked: list[int] = []
+    real = mod.IRange.action_by_idx
+    monkeypatch.setattr(mod.IRange, "action_by_idx", lambda self, i: (asked.append(i), real(self, i))[1])
+    report = tmp_path / "r.ncu-rep"
+    shutil.copy(fx / "decode_gemm.ncu-rep", report)
+    manifest = report_manifest(report)
+    launches = read_inputs([report])
+    assert manifest is not None and launches and len(asked) == len(launches)  # each loaded once
+    assert [k.name for k in launches] == [k.name for k in read_inputs([fx / "decode_gemm.ncu-rep"])]
+    os.utime(report, ns=(1, 1))  # changed (its mtime): nothing kept is used
+    asked.clear()
+    assert len(read_inputs([report])) == len(launches) and len(asked) == len(launches)

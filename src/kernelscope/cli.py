@@ -581,7 +581,7 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
     from .ncu.metric_sets import ADDONS, SETS
 
     p.add_argument("--set", default="roofline", choices=SETS,
-                   help="roofline (ours: 9 passes on an H200), basic (10) or full (38)")
+                   help="roofline (ours: 12 passes on an H200), basic (10) or full (38)")
     p.add_argument("--add", action="append", choices=tuple(ADDONS),
                    help="add-on to --set roofline: " + "; ".join(f"{n}: {x.what}" for n, x in ADDONS.items()))
     p.add_argument("--context", action="append", metavar="KEY=VALUE",

@@ -1,7 +1,7 @@
 """The serving configuration a capture ran under, read from the serving command: which engine, the
 model, tensor parallelism, dtype, batch limits, quantization, KV-cache dtype, CUDA-graph mode and
 speculative decoding. It goes into every bundle's context (the seed's full-context descriptor) and
-decides the levers a vLLM user can pull (analysis/levers.py): the flag to change, not the kernel.
+decides the levers a vLLM user can pull (analysis/levers/): the flag to change, not the kernel.
 
 Only what the command says is recorded; vLLM's defaults are named as such, never guessed values."""
 

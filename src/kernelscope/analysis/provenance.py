@@ -1,7 +1,7 @@
 """Who owns a kernel's code, from its name and counters: a vendor library (nobody outside the vendor
 recompiles it), an open project (FlashAttention, FlashInfer, PyTorch's own kernels, code that
 torch.compile generated), or the user's own code. The owner decides which levers one can pull
-(levers.py): a library kernel is changed by choosing another algorithm, shape, precision or
+(analysis/levers/): a library kernel is changed by choosing another algorithm, shape, precision or
 fusion, never by its compiler flags. First matching rule wins."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Judgement rules as data: the lines a roof is judged against, which limiter kind makes which
-bound, what each stall means, and the limiter story. Read this file (and levers.py) to know every
+bound, what each stall means, and the limiter story. Read this file (and analysis/levers/) to know every
 judgement kernelscope makes; judge.py and verdict.py only apply it.
 """
 
@@ -161,7 +161,7 @@ class Facts:
     def designed_stall(self) -> bool:
         return self.prov.warp_specialised and self.top_stall in DESIGNED_STALLS
 
-    # conditions that both a limiter story here and a lever (levers.py) stand on
+    # conditions that both a limiter story here and a lever (analysis/levers/) stand on
     @property
     def registers_limit_occupancy(self) -> bool:
         return (self.rec.occupancy_limiter or "").startswith("registers") and \

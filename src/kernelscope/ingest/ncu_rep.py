@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -130,6 +131,35 @@ class _Metrics:
         return value_of, factor
 
 
+@dataclass
+class _Opened:
+    """The last report opened, kept so that its context read (first_launch) and its launches read
+    (read) load it once: the context, and the launches first_launch already loaded, by (range,
+    index), handed to read once and then dropped (ncu_report loads a launch each time it is asked)."""
+
+    key: tuple[str, int, int]  # realpath, size, mtime: the same file, unchanged
+    context: Any
+    actions: dict[tuple[int, int], Any] = field(default_factory=dict)
+
+
+_OPENED: list[_Opened] = []  # at most one
+
+
+def _identity(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return os.path.realpath(path), st.st_size, st.st_mtime_ns
+
+
+def _action(context: Any, r: int, a: int) -> Any:
+    """Launch `a` of range `r`, from what first_launch loaded of this context when it did."""
+    kept = next((o for o in _OPENED if o.context is context), None)
+    found = kept.actions.pop((r, a), None) if kept is not None else None
+    return found if found is not None else context.range_by_idx(r).action_by_idx(a)
+
+
 @contextmanager
 def _loaded(path: Path, shown: str) -> Iterator[Any]:
     """The report's context, for as long as it is read, once its framing is whole and ncu_report
@@ -138,6 +168,11 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
     reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy file
     name, its bytes as surrogates here) is opened through a link with a plain name, kept until the
     reading ends."""
+    key = _identity(path)
+    kept = next((o for o in _OPENED if o.key == key), None)
+    if kept is not None:  # read whole a moment ago (framing and launch count checked), unchanged since
+        yield kept.context
+        return
     with open_input(path, what="report") as fh:
         framing = check_ncu_rep_framing(fh, shown)
     with ExitStack() as stack:
@@ -159,6 +194,8 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
         if not framing.other_results and found != framing.results:  # range, graph results: counted apart
             raise InputError(shown, f"ncu_report reads {found:,} of the {framing.results:,} launches the file's "
                                     "blocks hold: the report is damaged")
+        if key is not None and openable == str(path):  # a link made for it is gone after: not kept
+            _OPENED[:] = [_Opened(key, context)]
         yield context
 
 
@@ -192,7 +229,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
             rng = context.range_by_idx(r)
             count = rng.num_actions()
             for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
-                action = rng.action_by_idx(a)
+                action = _action(context, r, a)
                 device_metric = action.metric_by_name(DEVICE_NAME)
                 metrics, out_of_range = reader.read(action)
                 if not metrics and device_metric is None and not action.metric_names():
@@ -237,21 +274,24 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
     """The report's first launch's sections, metric names, device and clocks (none: no launch)."""
     shown = display or str(path)
     with _loaded(path, shown) as context:
-        ranges = (context.range_by_idx(r) for r in range(context.num_ranges()))
-        rng = next((r for r in ranges if r.num_actions()), None)
-        if rng is None:
+        at = next((r for r in range(context.num_ranges()) if context.range_by_idx(r).num_actions()), None)
+        if at is None:
             return FirstLaunch()
-        action = rng.action_by_idx(0)
+        action = context.range_by_idx(at).action_by_idx(0)
         metrics, _ = _Metrics(_ncu_report(), shown).read(action)  # as every launch's: kinds, units, range
         clocks = {key: 1e3 * metrics[name] for key, name in CLOCK_ATTRIBUTES.items() if name in metrics}
         device = action.metric_by_name(DEVICE_NAME)
         demangled = _ncu_report().IAction.NameBase_DEMANGLED
         names: dict[str, None] = {}
         seen = 0
+        kept = next((o for o in _OPENED if o.context is context), None)
         for r in range(context.num_ranges()):
             found = context.range_by_idx(r)
             for i in range(min(found.num_actions(), KERNELS_NAMED - seen)):
-                names.setdefault(text(found.action_by_idx(i).name(demangled))[:4096])
+                named = action if (r, i) == (at, 0) else found.action_by_idx(i)  # the first: loaded above
+                if kept is not None:
+                    kept.actions[(r, i)] = named  # read() takes it from here rather than loading it again
+                names.setdefault(text(named.name(demangled))[:4096])
                 seen += 1
         sections = getattr(action, "sections", None)  # ncu 2025.3.1's own ncu_report has no IAction.sections
         return FirstLaunch(tuple(text(s.identifier()) for s in sections()) if sections else (),

@@ -63,8 +63,8 @@ def rbac(kube: Kube, direct: bool = False) -> list[Finding]:
     if unknown:
         return [unchecked("rbac", f"{len(unknown)} permission(s): " + ", ".join(unknown),
                           "the API server did not answer SelfSubjectAccessReview", "kubectl auth can-i"), *found]
-    return [Finding("rbac", "ok", "every verb the capture needs is allowed", "kubectl auth can-i (README lists them)"),
-            *found]
+    return [Finding("rbac", "ok", "every verb the capture needs is allowed",
+                    "kubectl auth can-i (docs/guide.md lists them)"), *found]
 
 
 def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:

@@ -2,7 +2,8 @@
 or our `roofline` list plus add-ons. Each add-on costs replay passes, so it is asked for by name.
 
 Measured on an H200 with ncu 2025.3.1, one bf16 GEMM (bench/capture_cost.py): `basic` 10 passes,
-`full` 38, the first roofline list 9; ncu's Occupancy and LaunchStats sections add no pass (and
+`full` 38, the first roofline list 9 (today's list: 12, as the H200 fixtures' manifests record a
+launch); ncu's Occupancy and LaunchStats sections add no pass (and
 bring ncu's occupancy and launch rules); SpeedOfLight adds 7 (its SM and memory throughput are
 breakdown metrics), which is why it is the `sol` add-on.
 """

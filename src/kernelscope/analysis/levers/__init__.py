@@ -1,6 +1,7 @@
 """Levers as data: when each applies, who can pull it (its family against the kernel's owner,
 provenance.py), the action, the expected unlock sized from the kernel's own figures, the cost, and
-the metric and capture that confirm it. verdict.py ranks what fires: gain, then cost, then unlock.
+the metric and capture that confirm it. levers() ranks what fires by the time it would save per
+unit of cost, then gain per cost.
 Unlocks are upper bounds (the roof the lever aims at), never promises.
 
 One module a kind of kernel or limit, each rule written out with its fields named:
