@@ -190,3 +190,20 @@ def test_mig_and_shared_gpus_are_explained(tmp_path: Path, capsys: pytest.Captur
     assert main(argv(tmp_path / "d.yaml", "deploy/vllm-deployment-vllm", "serving")) == 0
     out = capsys.readouterr().out
     assert f"[warn] gpu-sharing: {said}" in out and "[ok] gpu-container" in out
+
+
+def test_a_real_secure_capture_reads_as_the_window_it_was_taken_in(capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/fixtures/k8s_secure: real vLLM 0.26 behind an API key, captured through a sister on the
+    H200 (GPU-host mode): the window vLLM's dotted profiler option opened, its one decode GEMM, no key."""
+    import json
+
+    bundle = PROJECTS.parents[1] / "k8s_secure"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["scoping"]["window"] == "serving" and manifest["kubernetes"]["strategy"] == "wrap"
+    (cap,) = manifest["captures"]
+    assert cap["ncu_argv"][-2:] == ["--profiler-config.profiler", "cuda"] and cap["passes"] == [12]
+    assert "sk-e2e-key-never-printed" not in (bundle / "manifest.json").read_text()
+    assert main(["analyze", str(bundle), "--format", "json"]) == 0
+    (kernel,) = json.loads(capsys.readouterr().out)["kernels"]
+    assert kernel["name"] == "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT" and kernel["bound"] == "memory"
+    assert kernel["duration_ns"] == 16736.0
