@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,7 @@ from ..ingest import input_paths as as_paths
 from ..manifest import Analytic, BundleManifest, Recorded
 from ..model import Assessment, Capture, KernelRecord, RawKernel
 from ..serving import Serving, from_context
-from . import overshoot
 from .derive import derive
-from .roofline import place
 from .verdict import assess
 
 
@@ -90,22 +88,6 @@ def capture_of(m: Recorded) -> Capture:
     return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control, m.graph_profiling)
 
 
-def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
-    """Counted work over the op's analytic work, e.g. a causal attention computing masked tiles."""
-    out: dict[str, float | str] = {"describe": analytic.describe}
-    lines = []
-    for key, expected, counted in (("flops", analytic.flops, a.record.flops_total),
-                                   ("bytes", analytic.bytes, a.record.dram_bytes)):
-        if expected and counted is not None:
-            ratio = counted / expected
-            out[key] = expected
-            out[f"counted_over_analytic_{key}"] = ratio
-            if abs(ratio - 1) > 0.05:
-                lines.append(f"counted {key} are {ratio:.2f}x the analytic {key} of {analytic.describe}"
-                             + (" (work beyond the op's need, e.g. masked tiles)" if ratio > 1 else ""))
-    return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
-
-
 @dataclass(frozen=True)
 class Judge:
     """Everything besides a launch's own counters that decides its Assessment: the ceilings, the
@@ -132,22 +114,10 @@ class Judge:
         return None if home is None else of[home]
 
     def one(self, rec: KernelRecord) -> Assessment:
-        capture = self._home(rec, self.capture)
-        a = assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
-                   self._home(rec, self.serving), graph_mode=capture is not None and capture.graph_profiling == "graph")
-        if self.measured is not None:
-            p = place(rec, self.measured.pick(rec.device))
-            a = replace(a, achievable={
-                "ceilings_file": self.measured.origin, "compute_ceiling_key": p.compute_ceiling_key,
-                "pct_compute": p.pct_sol_compute, "memory_ceiling_key": p.memory_ceiling_key,
-                "pct_memory": p.pct_sol_memory})
-        work = self._home(rec, self.analytic)
-        if work is not None:
-            a = counted_vs_analytic(a, work)
-        if capture is not None:
-            a = replace(a, capture=capture)
-        over = overshoot.notes(a, self.table.origin, None if self.measured is None else self.measured.origin)
-        return replace(a, record=replace(rec, notes=rec.notes + over)) if over else a
+        measured = None if self.measured is None else (self.measured.pick(rec.device), self.measured.origin)
+        return assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
+                      self._home(rec, self.serving), capture=self._home(rec, self.capture),
+                      analytic=self._home(rec, self.analytic), measured=measured, ceilings_origin=self.table.origin)
 
 
 def judge_for(

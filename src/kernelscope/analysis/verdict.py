@@ -8,8 +8,10 @@ import math
 from dataclasses import replace
 
 from ..ceilings import DeviceCeilings
-from ..model import Assessment, KernelRecord, Limiter, Provenance
+from ..manifest import Analytic
+from ..model import Assessment, Capture, KernelRecord, Limiter, Provenance
 from ..serving import Serving
+from . import overshoot
 from .categories import categorize
 from .derive import arch, tensor_unseen
 from .judge import judge, judge_graph_mode, judge_link, judge_workload, ramp_floor_ns
@@ -84,11 +86,51 @@ def roof_pct(a: Assessment) -> float | None:
     return None if roof is None or a.provisional else roof.pct
 
 
-def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None,
-           graph_mode: bool = False) -> Assessment:
-    """`serving`: the configuration the kernel was captured under (a vLLM server's flags), for the
-    levers a user of that engine pulls; `graph_mode`: captured under `--graph-profiling graph`, where
-    ncu's durations of the launches outside the graphs are not theirs (judge.judge_graph_mode)."""
+def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None, graph_mode: bool = False, *,
+           capture: Capture | None = None, analytic: Analytic | None = None,
+           measured: tuple[DeviceCeilings, str] | None = None, ceilings_origin: str | None = None) -> Assessment:
+    """The finished assessment of one launch: here, and only here, is a verdict decided. `serving`:
+    the configuration the kernel was captured under (a vLLM server's flags), for the levers a user of
+    that engine pulls; `graph_mode` (or a `capture` under `--graph-profiling graph`): ncu's durations
+    of the launches outside the graphs are not theirs (judge.judge_graph_mode); `capture`: how it was
+    captured, kept beside it; `analytic`: a harness op's own work, counted work set against it;
+    `measured`: --achievable's ceilings for this device and their file; `ceilings_origin`: the
+    ceilings file, named in the notes of a figure past 100 % (overshoot.py)."""
+    graph_mode = graph_mode or (capture is not None and capture.graph_profiling == "graph")
+    a = _judged(rec, dev, serving, graph_mode)
+    if measured is not None:
+        m = place(rec, measured[0])
+        a = replace(a, achievable={
+            "ceilings_file": measured[1], "compute_ceiling_key": m.compute_ceiling_key,
+            "pct_compute": m.pct_sol_compute, "memory_ceiling_key": m.memory_ceiling_key,
+            "pct_memory": m.pct_sol_memory})
+    if analytic is not None:
+        a = counted_vs_analytic(a, analytic)
+    if capture is not None:
+        a = replace(a, capture=capture)
+    over = overshoot.notes(a, ceilings_origin, None if measured is None else measured[1]) \
+        if ceilings_origin is not None else ()
+    return replace(a, record=replace(rec, notes=rec.notes + over)) if over else a
+
+
+def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
+    """Counted work over the op's analytic work, e.g. a causal attention computing masked tiles."""
+    out: dict[str, float | str] = {"describe": analytic.describe}
+    lines = []
+    for key, expected, counted in (("flops", analytic.flops, a.record.flops_total),
+                                   ("bytes", analytic.bytes, a.record.dram_bytes)):
+        if expected and counted is not None:
+            ratio = counted / expected
+            out[key] = expected
+            out[f"counted_over_analytic_{key}"] = ratio
+            if abs(ratio - 1) > 0.05:
+                lines.append(f"counted {key} are {ratio:.2f}x the analytic {key} of {analytic.describe}"
+                             + (" (work beyond the op's need, e.g. masked tiles)" if ratio > 1 else ""))
+    return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
+
+
+def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, graph_mode: bool) -> Assessment:
+    """The launch's bound, limiter story, ncu's verdict beside it and its levers, from its own figures."""
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
