@@ -84,6 +84,9 @@ def test_production_stack_secure_setup_warms_up_with_the_key_by_reference(capsys
     tools = gpu_of(pod, "kernelscope-tools")
     assert tools["env"] == [{"name": "KERNELSCOPE_API_KEY",
                              "valueFrom": {"secretKeyRef": {"name": "vllm-secrets", "key": "vllmApiKey"}}}]
+    assert {"name": "KERNELSCOPE_API_KEY",  # the serving container too: warm-ups go from there when the tools
+            "valueFrom": {"secretKeyRef": {"name": "vllm-secrets", "key": "vllmApiKey"}}  # image has no client
+            } in gpu_of(pod, "vllm")["env"]
     assert "abc123XYZ987" not in out  # the example's key, in the file's Secret: never read, never printed
 
 

@@ -134,6 +134,8 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
             continue
         c["command"] = list(gpu_command)
         c.pop("args", None)
+        if ins.api_key_env:  # warm-ups may be sent from here too, when the tools image has no client
+            c["env"] = [*(c.get("env") or []), {"name": API_KEY_ENV, **copy.deepcopy(ins.api_key_env)}]
         if opts.env or opts.drop_env:
             ours = {name for name, _ in opts.env} | set(opts.drop_env)
             c["env"] = [e for e in c.get("env") or [] if e.get("name") not in ours] + \

@@ -110,6 +110,7 @@ class PodTransport:
         self.replies: list[dict[str, Any]] = []  # warm-up replies, for the bundle
         self.window_opened_s: float | None = None  # when POST /start_profile opened the serving window
         self.port: int | None = None  # where the sister's server listens, once known
+        self.poster: tuple[str, str, list[str]] | None = None  # the container and program warm-ups are sent with
         # the literal secrets the pod is given (template env, annotations, serving command): masked in its logs
         self.secrets = (*redact.kube_secret_values(ins.template), *redact.secret_values(self.serving))
         self.unit = 0
@@ -227,22 +228,27 @@ class PodTransport:
         progress(f"{self.pod} Ready after {time.monotonic() - t0:.0f} s (GPU {name or 'unknown'})")
 
     def _post(self, t0: float, report_bytes: int, port: int, path: str | None = None, body: str | None = None) -> bool:
-        """One request from inside the pod: curl, else busybox wget, else python3 (whichever the
-        tools image has). The reply and its HTTP status are kept (with its time and the report's
-        size then) for the bundle's warmup.json and for saying why a window never opened."""
+        """One request from inside the pod: curl, else busybox wget, else python3, from the tools
+        container, else from the serving container (NVIDIA's CUDA image, the default tools image, has
+        none of them; a vLLM image has python3). The one that answers is kept for the next requests.
+        The reply and its HTTP status are kept (with its time and the report's size then) for the
+        bundle's warmup.json and for saying why a window never opened."""
         assert self.warmup
         w = self.warmup
         url, data = w.url(port, path), w.body if body is None else body
         start = time.monotonic()
-        for tool, script in POSTS:
-            reply = self.kube.k(*self._exec(self.tools), *script, data, url, check=False, defer=True, timeout=180)
+        tries = [self.poster] if self.poster else [(c, t, s) for c in dict.fromkeys((self.tools, self.ins.container))
+                                                   for t, s in POSTS]
+        for container, tool, script in tries:
+            reply = self.kube.k(*self._exec(container), *script, data, url, check=False, defer=True, timeout=180)
             code = self.kube.steps[-1].exit_code
             if code in (126, 127):  # no such program here
                 continue
+            self.poster = (container, tool, script)
             status = _status(reply or "")
             self.replies.append({"unit": self.unit, "path": path or w.path, "t_s": round(start - t0, 2),
                                  "seconds": round(time.monotonic() - start, 3), "report_bytes": report_bytes,
-                                 "exit_code": code, "status": status, "tool": tool,
+                                 "exit_code": code, "status": status, "tool": tool, "container": container,
                                  "reply": redact.text(HTTP_STATUS.sub("", reply or "").strip()[-2000:], self.secrets)})
             self._refused()
             return status is not None and 200 <= status < 300
