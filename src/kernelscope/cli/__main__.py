@@ -1,0 +1,7 @@
+"""`python -m kernelscope.cli`: the tests and the k8s transport run the CLI this way."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""kernelscope campaign import-ncu|render|check|export: campaigns of cells as plain files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .. import argtypes as T
+from .args import GATE_EXIT, _file_out, _format, _sub
+from .output import _show, _ticker, emit, say
+
+
+def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
+    """campaign and its four sub-verbs."""
+    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", None)
+    cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
+    for name, text in (("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)"),
+                       ("render", "the campaign's HTML report, with a cell column"),
+                       ("check", "gates; --strict exits 1 on failure"),
+                       ("export", "kernels as Parquet by campaign and cell")):
+        sp = _sub(cp_sub, name, text, cmd_campaign, "campaign", GATE_EXIT if name == "check" else "")
+        sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
+        sp.add_argument("--root", default="campaigns", type=T.path,
+                        help="directory holding campaigns (default ./campaigns)")
+        if name == "import-ncu":
+            sp.add_argument("inputs", nargs="*", type=T.path, help="bundle dirs, .ncu-rep reports or CSV exports")
+            sp.add_argument("--cell-id", required=True, help="the cell's name (letters, digits, . _ -)")
+            sp.add_argument("--bundle", action="append", type=T.path, help="an input, as a positional one (repeatable)")
+            sp.add_argument("--hw", help="ceilings key to use instead of the report's device")
+        elif name == "render":
+            sp.add_argument("--out", type=T.path,
+                            help="the HTML file to write (default: <root>/<campaign>/report.html)")
+        elif name == "check":
+            sp.add_argument("--strict", action="store_true", help="exit 1 when a gate fails")
+            _format(sp)
+        else:
+            sp.add_argument("--parquet", required=True, type=T.path,
+                            help="dataset directory: writes DIR/campaign=NAME/cell_id=ID/kernels.parquet")
+
+
+def cmd_campaign(a: argparse.Namespace) -> int:
+    from .. import app
+
+    root = Path(a.root)
+    if a.campaign_command == "import-ncu":
+        inputs = [Path(p) for p in [*a.inputs, *(a.bundle or [])]]
+        say(f"wrote {app.campaign_import(root, a.campaign, a.cell_id, inputs, a.hw)}")
+    elif a.campaign_command == "check":
+        from ..report.listing import check_table
+
+        n, failures, notes = app.campaign_check(root, a.campaign)
+        if a.format in (None, "table"):
+            emit("".join(f"FAIL: {x}\n" for x in failures) + "".join(f"note: {x}\n" for x in notes)
+                 + f"{n} cell(s), {len(failures)} failure(s)\n")
+        else:
+            emit(_show(check_table(n, failures, notes), a.format,
+                       {"cells": n, "passed": not failures, "failures": failures, "notes": notes}))
+        return 1 if failures and a.strict else 0
+    elif a.campaign_command == "export":
+        say(f"wrote {app.campaign_export(root, a.campaign, Path(a.parquet))}")
+    else:
+        with _ticker() as tick:
+            out = app.campaign_render(root, a.campaign, _file_out(a.out) if a.out else None, tick.step)
+        say(f"wrote {out}")
+    return 0

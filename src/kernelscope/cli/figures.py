@@ -1,0 +1,54 @@
+"""kernelscope report and roofline: the HTML report and the static roofline plot of the inputs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .. import argtypes as T
+from .args import _analyze_request, _file_out, _per_launch, _reading, _refuse, _sub
+from .output import _ticker, say
+
+
+def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
+    """report, then roofline."""
+    r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
+    _figure_options(r, "the HTML file to write (e.g. report.html)")
+    r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
+
+    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline)
+    _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
+
+
+def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
+    _reading(p)
+    _per_launch(p)
+    p.add_argument("--title", help="title (default: device, model and metric set from the context)")
+    p.add_argument("--out", required=True, type=T.path, help=what)
+
+
+def _output(a: argparse.Namespace) -> Any:
+    from ..app import Output
+
+    return Output(a.title, a.per_launch, Path(a.campaign_config) if getattr(a, "campaign_config", None) else None)
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from .. import app
+
+    with _ticker() as tick:
+        out = app.report(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    say(f"wrote {out}")
+    return 0
+
+
+def cmd_roofline(a: argparse.Namespace) -> int:
+    from .. import app
+
+    _refuse("roofline", ((a.achievable, "--achievable", "the plot draws the roofs of one ceilings file; to draw "
+                                                        "measured ones, give that file as --ceilings"),))
+    with _ticker() as tick:
+        out = app.roofline(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    say(f"wrote {out}")
+    return 0

@@ -1,0 +1,31 @@
+"""kernelscope op: a single-op harness run under a capture of its main kernel."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .args import _sub
+from .capture import _capture_request, _local_capture_options, _plan, _print_capture
+from .output import say
+
+
+def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
+    """op: the harness's options (capture.harness), then the capture's."""
+    from ..capture.harness import add_op_arguments
+
+    o = _sub(sub, "op", "single-op harness + capture of its main kernel", cmd_op)
+    add_op_arguments(o)
+    o.add_argument("--kernel", dest="op_kernel", help="override the op's kernel filter")
+    _local_capture_options(o)
+
+
+def cmd_op(a: argparse.Namespace) -> int:
+    from .. import app
+    from ..capture.harness import settle
+
+    settle(a)
+    a.kernel = None
+    a.launch_skip, a.launch_count = 0, 1
+    req = app.OpRequest(harness=a, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
+    return _print_capture(app.op(req, say))
