@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, redact
 from .analysis.overshoot import Overshoots
-from .analysis.pipeline import judge_for
+from .analysis.pipeline import Judge, judge_for
 from .analysis.pipeline import load as load_records
 from .ceilings import Arch, CeilingsFile, DeviceCeilings, DeviceFacts, described
 from .errors import InputError, KernelscopeError, PlanError
@@ -152,12 +152,17 @@ def _measured(r: AnalyzeRequest) -> str | None:
     return None if r.achievable is None else str(r.achievable)  # as ceilings.load names its origin
 
 
+def _opened(req: AnalyzeRequest, progress: Steps) -> tuple[Judge, dict[Path, Recorded]]:
+    """The one setup of the in-memory and the streamed analysis: the ceilings and every input's
+    context read (and refused) before the first launch."""
+    progress(f"reading and judging {len(req.inputs)} input(s)")
+    return judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings, achievable=req.achievable)
+
+
 def analyze(req: AnalyzeRequest, progress: Steps = quiet) -> Analysis:
     """Every launch in the inputs, judged; a --kernel that matches nothing is an error (with the
     regex that would have matched, when the exact name is part of a kernel's name)."""
-    progress(f"reading and judging {len(req.inputs)} input(s)")
-    judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
-                                 achievable=req.achievable)
+    judge, manifests = _opened(req, progress)
     items = list(judge(metered(list(req.inputs), progress)))
     if not items:
         _no_match(req)
@@ -184,9 +189,7 @@ def stream_results(req: AnalyzeRequest, out_dir: Path | None, fmt: str | None, j
     from .report.stream import chunks
     from .report.writers import CsvSink, JsonSink, Sink, drain
 
-    progress(f"reading and judging {len(req.inputs)} input(s)")
-    judge, manifests = judge_for(list(req.inputs), kernel=req.kernel, hw=req.hw, ceilings=req.ceilings,
-                                 achievable=req.achievable)
+    judge, manifests = _opened(req, progress)
     context = _context(req, judge.table, manifests)
     names = list(RESULT_FILES.values()) if out_dir is not None else []
     with ExitStack() as stack:
