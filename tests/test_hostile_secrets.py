@@ -245,7 +245,7 @@ def test_pod_dry_run_and_inspect_mask_env_args_annotations() -> None:
     env = {e["name"]: e.get("value") for e in gpu["env"]}
     assert env == {"POD_NAME": None, "DB_PASS": MASK, "MYSQL_PWD": MASK, "REDIS_PASS": MASK, "OPENAI_KEY": MASK,
                    "PASSPHRASE": MASK, "PGPASS": MASK, "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "WARN",
-                   "KEYBOARD": "us"}
+                   "KEYBOARD": "us", "KERNELSCOPE_API_KEY": MASK}  # its --api-key, for warm-ups sent from here
     assert gpu["livenessProbe"]["httpGet"]["httpHeaders"] == [{"name": "Authorization", "value": MASK},
                                                               {"name": "X-Probe", "value": "kernelscope"}]
     command = " ".join(gpu["command"])
