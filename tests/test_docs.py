@@ -176,7 +176,7 @@ def columns_markdown() -> str:
 
 
 def levers_markdown() -> str:
-    """Every lever rule in the order verdict.py weighs them, with who can pull its family."""
+    """Every lever rule in the order levers() weighs them, with who can pull its family."""
     from kernelscope.analysis import levers as L
     from kernelscope.analysis.rules import LIMITERS
 
@@ -211,7 +211,8 @@ def test_generated_sections_are_what_the_code_makes(doc: str, name: str) -> None
 
 def test_the_lines_the_verdicts_use_are_the_codes() -> None:
     """Each `| ... | value | `module.NAME` |` row of explanation.md holds the constant's value."""
-    rows = re.findall(r"^\|[^|\n]*\| ([^|\n]*) \| `(rules|levers|roofs|roofline|derive)\.([A-Z_]+)` \|$",
+    modules = r"rules|levers|verdict\.roofs|verdict\.placement|verdict\.bound|derive"
+    rows = re.findall(rf"^\|[^|\n]*\| ([^|\n]*) \| `({modules})\.([A-Z_]+)` \|$",
                       (DOCS / "explanation.md").read_text(), re.M)
     assert len(rows) >= 10, rows
     for value, module, name in rows:

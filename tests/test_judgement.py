@@ -11,10 +11,10 @@ import pytest
 import kernelscope
 from kernelscope import catalogue as C
 from kernelscope.analysis.derive import derive
-from kernelscope.analysis.judge import boundary
 from kernelscope.analysis.levers import PULLABLE
 from kernelscope.analysis.provenance import classify
 from kernelscope.analysis.verdict import assess
+from kernelscope.analysis.verdict.bound import boundary
 from kernelscope.ceilings import load as load_ceilings
 from kernelscope.ingest.names import short_name
 from kernelscope.model import Limiter, LimiterKind, RawKernel

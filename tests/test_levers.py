@@ -10,9 +10,8 @@ import pytest
 
 import kernelscope
 from kernelscope.analysis.frontier import frontier
-from kernelscope.analysis.judge import ramp_floor_ns
 from kernelscope.analysis.levers import MEASURED_SAME_SHAPE
-from kernelscope.analysis.rules import RAMP_FLOOR_NS
+from kernelscope.analysis.rules import RAMP_FLOOR_NS, ramp_floor_ns
 from kernelscope.analysis.verdict import assess
 from kernelscope.ceilings import load as load_ceilings
 from kernelscope.model import Assessment

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kernelscope
-from kernelscope.analysis.judge import ramp_floor_ns
+from kernelscope.analysis.rules import ramp_floor_ns
 from kernelscope.ingest import report_manifest
 from kernelscope.model import Assessment
 

@@ -1,10 +1,12 @@
 """Judgement rules as data: the lines a roof is judged against, which limiter kind makes which
 bound, what each stall means, and the limiter story. Read this file (and analysis/levers/) to know every
-judgement kernelscope makes; judge.py and verdict.py only apply it.
+judgement kernelscope makes; analysis/verdict/ (bound.py, roofs.py, placement.py,
+assess in its __init__) only applies it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -297,3 +299,30 @@ LIMITERS: tuple[LimiterRule, ...] = (
     *(_finding_rule(rule) for rule in NCU_FINDINGS),
     LimiterRule("dominant-stall", lambda f: f.top_stall is not None, _stall),
 )
+
+
+def ramp_floor_ns(moved: float | None, hw_key: str) -> float | None:
+    """The measured launch-and-ramp floor for a kernel moving `moved` DRAM bytes on this device
+    (rules.RAMP_FLOOR_NS, log-log between the measured points); the near-empty kernel's time under
+    the smallest point, None past the largest or without DRAM bytes."""
+    points = RAMP_FLOOR_NS.get(hw_key)
+    if not points or moved is None or moved > points[-1][0]:
+        return None
+    if moved <= points[0][0]:
+        return float(points[0][1])
+    for (b0, t0), (b1, t1) in zip(points, points[1:], strict=False):
+        if b0 <= moved <= b1:
+            return float(t0 * (t1 / t0) ** (math.log(moved / b0) / math.log(b1 / b0)))
+    return None
+
+
+def ramp_overhead_ns(moved: float | None, hw_key: str) -> float | None:
+    """The part of the measured floor that is not moving bytes: the floor less the bytes at the
+    streaming kernel's own asymptotic bandwidth (its largest measured point). Added to the bytes at
+    the HBM roof, it bounds any kernel moving as many bytes (a better copy beats the ATen multiply's
+    bandwidth: 89 % of HBM for copy_f4 against its 85 %), so an unlock sized from it stays an upper bound."""
+    floor, points = ramp_floor_ns(moved, hw_key), RAMP_FLOOR_NS.get(hw_key)
+    if floor is None or not points or moved is None:
+        return None
+    biggest, its_time = points[-1]
+    return max(floor - moved * its_time / biggest, 0.0)

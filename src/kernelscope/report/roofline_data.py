@@ -1,7 +1,7 @@
 """Roofline geometry shared by the static plot and the HTML report: one point per kernel of the
 kernel view (`kernels.ranked`, so a point's number is the kernel's rank in the table), and the
 roofs those kernels are judged against. A kernel is held to the roof its verdict reads
-(analysis/roofs.py): its binding precision's peak at the clock it ran at, times its tensor path's
+(analysis/verdict/roofs.py): its binding precision's peak at the clock it ran at, times its tensor path's
 share (FlashAttention-2's mma.sync reaches 0.67 of the wgmma peak), and HBM at its DRAM clock. So
 a point's height over its own roof is the verdict's roof %. Kernels held to one roof at different
 clocks make that roof a band, lowest to highest figure, never one figure that none was held to.
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from ..analysis.categories import categorize
-from ..analysis.roofline import place
-from ..analysis.roofs import flop_peak, hbm_peak
 from ..analysis.verdict import roof_pct, verdict_roof
+from ..analysis.verdict.placement import place
+from ..analysis.verdict.roofs import flop_peak, hbm_peak
 from ..ceilings import CeilingsFile, DeviceCeilings, DeviceFacts
 from ..errors import KernelscopeError
 from ..model import KernelRecord

@@ -21,8 +21,7 @@ LEVERS below gathers them in one order: ranking ties keep it (levers() sorts sta
 from __future__ import annotations
 
 from ...model import Lever
-from ..judge import ramp_floor_ns
-from ..rules import Facts
+from ..rules import Facts, ramp_floor_ns
 from . import attention, capture, collectives, elementwise, gemm, launch, source
 from .attention import FP8_KV
 from .collectives import COMMUNICATION_LEVERS

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from ...model import ProvenanceKind
 from ...serving import DEFAULTS
-from ..judge import ramp_floor_ns
-from ..rules import Facts
+from ..rules import Facts, ramp_floor_ns
 
 ROOFLINE = "kernelscope capture --set roofline"
 STALLS = "kernelscope capture --set roofline --add stalls"
@@ -75,7 +74,7 @@ def _us(f: Facts) -> str:
 
 
 def _ramp(f: Facts) -> bool:
-    """Within reach of the measured launch-and-ramp floor for its bytes (judge.latency)."""
+    """Within reach of the measured launch-and-ramp floor for its bytes (verdict/bound.py, latency)."""
     return f.limiter.kind == "launch" and f.limiter.name == "launch and ramp"
 
 

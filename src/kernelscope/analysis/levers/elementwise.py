@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..judge import ramp_overhead_ns
-from ..rules import AT_ROOF_PCT, EMPTY_KERNEL_NS, Facts
+from ..rules import AT_ROOF_PCT, EMPTY_KERNEL_NS, Facts, ramp_overhead_ns
 from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, _mb, _no_tensor_work, _none, _us
 
 STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
@@ -23,7 +22,7 @@ HALF_DATA = re.compile(r"BFloat16|Half|bfloat16|half|__nv_bfloat16|fp16")
 
 def _stream_floor_ns(f: Facts) -> float | None:
     """The kernel's DRAM bytes at the HBM roof plus the measured launch-and-ramp overhead for as
-    many bytes (judge.ramp_overhead_ns); off its measured range, at least an empty kernel's time."""
+    many bytes (rules.ramp_overhead_ns); off its measured range, at least an empty kernel's time."""
     r = f.rec
     if not f.hbm_pct or r.achieved_dram_tbps is None or r.dram_bytes is None:
         return None

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..judge import ramp_floor_ns
-from ..rules import RAMP_FLOOR_NS, Facts
+from ..rules import RAMP_FLOOR_NS, Facts, ramp_floor_ns
 from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, _flag, _none, _ramp, _us
 
 GRAPH_WORTH_NS = 10_000.0  # past this, host launch gaps (3.3 µs each) are a small part of a launch-and-ramp kernel

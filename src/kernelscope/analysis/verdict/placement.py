@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ceilings import Ceiling, DeviceCeilings
-from ..model import KernelRecord
+from ...ceilings import Ceiling, DeviceCeilings
+from ...model import KernelRecord
 
 # Precision classes below this share of a kernel's FLOPs do not need a ceiling of their own
 # (a GEMM's few fp32 epilogue ops must not make its %SoL unknown on a device whose fp32 peak

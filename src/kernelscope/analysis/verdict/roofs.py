@@ -3,17 +3,17 @@ binding precision's tensor or SIMT peak (a tensor roof held at the kernel's inst
 L2, each SM pipe and the issue slots. A peak is a per-clock rate times a clock, and boost is not
 held under load (a cuBLAS GEMM ran at 1.61 GHz against the 1.83 GHz the tensor peak assumes), so the
 roof at the measured clock decides and the datasheet figure stands beside it. A collective is held
-to its link instead (nvlink_roof): the link's rate is its own, with no clock to scale. judge.py picks."""
+to its link instead (nvlink_roof): the link's rate is its own, with no clock to scale. bound.py picks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import catalogue as C
-from ..ceilings import Ceiling, DeviceCeilings
-from ..model import KernelRecord, Limiter, LimiterKind
-from .derive import arch, tensor_unseen
-from .roofline import Placement
+from ... import catalogue as C
+from ...ceilings import Ceiling, DeviceCeilings
+from ...model import KernelRecord, Limiter, LimiterKind
+from ..derive import arch, tensor_unseen
+from .placement import Placement
 
 PIPE_NAMES: dict[str, str] = {
     "fma": "FMA pipe", "alu": "ALU pipe", "fp64": "FP64 pipe", "xu": "XU (special-function) pipe",

@@ -1,4 +1,6 @@
-"""Judge a KernelRecord against its device: place it on the roofline, read each roof at the clocks it
+"""Where a verdict is decided (the verdict room): `assess` returns a launch's finished assessment.
+
+Judge a KernelRecord against its device: place it on the roofline, read each roof at the clocks it
 ran at, name the limiter with its evidence, set ncu's own verdict beside ours, and rank the levers
 its owner can pull."""
 
@@ -7,20 +9,20 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..ceilings import DeviceCeilings
-from ..manifest import Analytic
-from ..model import Assessment, Capture, KernelRecord, Limiter, Provenance
-from ..serving import Serving
-from . import overshoot
-from .categories import categorize
-from .derive import arch, tensor_unseen
-from .judge import judge, judge_graph_mode, judge_link, judge_workload, ramp_floor_ns
-from .levers import levers
-from .ncu_verdicts import compare
-from .provenance import classify
-from .roofline import place
+from ...ceilings import DeviceCeilings
+from ...manifest import Analytic
+from ...model import Assessment, Capture, KernelRecord, Limiter, Provenance
+from ...serving import Serving
+from .. import overshoot
+from ..categories import categorize
+from ..derive import arch, tensor_unseen
+from ..levers import levers
+from ..ncu_verdicts import compare
+from ..provenance import classify
+from ..rules import LIMITERS, PRECISION_STEP, RAMP_FLOOR_NS, Facts, TensorWork, not_judged, ramp_floor_ns
+from .bound import judge, judge_graph_mode, judge_link, judge_workload
+from .placement import place
 from .roofs import candidates, link_unmeasured, nvlink_roof, unsettled
-from .rules import LIMITERS, PRECISION_STEP, RAMP_FLOOR_NS, Facts, TensorWork, not_judged
 
 GEMM_CATEGORIES = frozenset({"GEMM/cuBLAS", "FP4/FP8 BMM", "MoE"})
 
@@ -92,7 +94,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     """The finished assessment of one launch: here, and only here, is a verdict decided. `serving`:
     the configuration the kernel was captured under (a vLLM server's flags), for the levers a user of
     that engine pulls; `graph_mode` (or a `capture` under `--graph-profiling graph`): ncu's durations
-    of the launches outside the graphs are not theirs (judge.judge_graph_mode); `capture`: how it was
+    of the launches outside the graphs are not theirs (bound.judge_graph_mode); `capture`: how it was
     captured, kept beside it; `analytic`: a harness op's own work, counted work set against it;
     `measured`: --achievable's ceilings for this device and their file; `ceilings_origin`: the
     ceilings file, named in the notes of a figure past 100 % (overshoot.py)."""

@@ -6,16 +6,13 @@ link alone (judge_link), never against HBM or FLOP roofs."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import catalogue as C
-from ..model import Bound, KernelRecord, Limiter
-from .roofline import Placement
-from .roofs import l2_share
-from .rules import (
+from ... import catalogue as C
+from ...model import Bound, KernelRecord, Limiter
+from ..rules import (
     AT_ROOF_PCT,
     BOUNDARY_PCT,
     EMPTY_KERNEL_NS,
@@ -27,9 +24,10 @@ from .rules import (
     LAUNCH_BOUND_NS,
     NEAR_ROOF_PCT,
     PERSISTENT_ACTIVE_PCT,
-    RAMP_FLOOR_NS,
     RAMP_SLACK,
 )
+from .placement import Placement
+from .roofs import l2_share
 
 
 @dataclass(frozen=True)
@@ -57,33 +55,6 @@ def unmeasured(rec: KernelRecord, why: str) -> Limiter:
     """Neither a roofline verdict nor a provisional one: no roof figure of any unit."""
     busy = "" if rec.sm_busy_pct is None else f"; SM busy {rec.sm_busy_pct:.0f} % (SM throughput, not a FLOP rate)"
     return Limiter("unmeasured", why, "unmeasured", None, None, None, f"unmeasured: {why}, no roofline verdict{busy}")
-
-
-def ramp_floor_ns(moved: float | None, hw_key: str) -> float | None:
-    """The measured launch-and-ramp floor for a kernel moving `moved` DRAM bytes on this device
-    (rules.RAMP_FLOOR_NS, log-log between the measured points); the near-empty kernel's time under
-    the smallest point, None past the largest or without DRAM bytes."""
-    points = RAMP_FLOOR_NS.get(hw_key)
-    if not points or moved is None or moved > points[-1][0]:
-        return None
-    if moved <= points[0][0]:
-        return float(points[0][1])
-    for (b0, t0), (b1, t1) in zip(points, points[1:], strict=False):
-        if b0 <= moved <= b1:
-            return float(t0 * (t1 / t0) ** (math.log(moved / b0) / math.log(b1 / b0)))
-    return None
-
-
-def ramp_overhead_ns(moved: float | None, hw_key: str) -> float | None:
-    """The part of the measured floor that is not moving bytes: the floor less the bytes at the
-    streaming kernel's own asymptotic bandwidth (its largest measured point). Added to the bytes at
-    the HBM roof, it bounds any kernel moving as many bytes (a better copy beats the ATen multiply's
-    bandwidth: 89 % of HBM for copy_f4 against its 85 %), so an unlock sized from it stays an upper bound."""
-    floor, points = ramp_floor_ns(moved, hw_key), RAMP_FLOOR_NS.get(hw_key)
-    if floor is None or not points or moved is None:
-        return None
-    biggest, its_time = points[-1]
-    return max(floor - moved * its_time / biggest, 0.0)
 
 
 def ctas(grid: str | None) -> int | None:
