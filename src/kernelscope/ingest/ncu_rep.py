@@ -153,9 +153,14 @@ def _identity(path: Path) -> tuple[str, int, int] | None:
     return os.path.realpath(path), st.st_size, st.st_mtime_ns
 
 
+def _kept(context: Any) -> _Opened | None:
+    """What is kept of this context, if it is the last report opened."""
+    return next((o for o in _OPENED if o.context is context), None)
+
+
 def _action(context: Any, r: int, a: int) -> Any:
     """Launch `a` of range `r`, from what first_launch loaded of this context when it did."""
-    kept = next((o for o in _OPENED if o.context is context), None)
+    kept = _kept(context)
     found = kept.actions.pop((r, a), None) if kept is not None else None
     return found if found is not None else context.range_by_idx(r).action_by_idx(a)
 
@@ -284,7 +289,7 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
         demangled = _ncu_report().IAction.NameBase_DEMANGLED
         names: dict[str, None] = {}
         seen = 0
-        kept = next((o for o in _OPENED if o.context is context), None)
+        kept = _kept(context)
         for r in range(context.num_ranges()):
             found = context.range_by_idx(r)
             for i in range(min(found.num_actions(), KERNELS_NAMED - seen)):

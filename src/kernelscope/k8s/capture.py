@@ -24,7 +24,7 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import ProfilerSwitch, context_of, is_vllm, profiler_switch, recognise, with_options, words
+from ..serving import ProfilerSwitch, context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .findings import Inspection, Strategy
 from .inspect import inspect
@@ -62,7 +62,6 @@ def signals_clean_up(say: Progress) -> Iterator[Callable[[], None]]:
 
 
 Window = Literal["serving", "start"]
-NO_SWITCH = ProfilerSwitch()
 
 
 def serving_window(serving: list[str], window: Window | None, switch: ProfilerSwitch) -> tuple[list[str], bool, str]:
@@ -173,7 +172,7 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
                         + (" that a plan from --from-manifest can name" if dep else ""))
     serving = ins.serving_command(list(req.entrypoint) if req.entrypoint else None) if ins.strategy != "direct" \
         else []
-    switch = profiler_switch(ins.vllm_version, ins.vllm_version_source) if is_vllm(serving) else NO_SWITCH
+    switch = ins.switch  # only a vLLM server's serving window takes it (serving_window)
     serving, window, how = serving_window(serving, req.window, switch) if ins.strategy != "direct" else \
         (serving, False, "")
     plan, policy = plan_for(ins, req, serving)

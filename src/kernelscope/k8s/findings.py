@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
+from ..serving import ProfilerSwitch, profiler_switch
 
 # three answers, never a guess: ok, a problem (warn, block), or "unchecked" (could not check: the
 # reason and the permission that would let it); info: a fact with no judgement
@@ -95,6 +96,11 @@ class Inspection:
     vllm_version_source: str = "not read"
     api_key: str | None = None  # where the server's API key comes from, as words (never its value)
     api_key_env: dict[str, Any] | None = None  # that source as an env entry for the sister's tools container
+
+    @property
+    def switch(self) -> ProfilerSwitch:
+        """What opens this server's serving window, by its vLLM release (serving.profiler_switch)."""
+        return profiler_switch(self.vllm_version, self.vllm_version_source)
 
     def blocked(self) -> list[Finding]:
         return [f for f in self.findings if f.level == "block"]

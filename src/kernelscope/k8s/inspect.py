@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import redact
 from ..errors import KubeError
-from ..serving import VLLM_IMAGE, image_release, is_vllm, profiler_switch, release, spelled, words
+from ..serving import VLLM_IMAGE, image_release, is_vllm, release, spelled, words
 from . import DEFAULT_TOOLS_IMAGE, watch
 from .findings import GPU, Finding, Inspection, Level, Strategy, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
@@ -399,9 +399,8 @@ def _findings(kube: Kube, ins: Inspection, cont: dict[str, Any], pod: dict[str, 
                          f"launch log of {ins.pod or 'no pod'}; node {ins.node or '?'} labels"))
     f.append(_tools_image(tools))
     if ins.vllm_version or ins.vllm_version_source != "not a vLLM server":
-        switch = profiler_switch(ins.vllm_version, ins.vllm_version_source)
         f.append(Finding("vllm-version", "info" if ins.vllm_version else "warn",
-                         f"the serving window: {switch.why}", ins.vllm_version_source))
+                         f"the serving window: {ins.switch.why}", ins.vllm_version_source))
 
 
 def _tools_image(tools: str) -> Finding:
@@ -412,8 +411,8 @@ def _tools_image(tools: str) -> Finding:
     version = (m.group(1) if m else NCU_OF_CUDA.get(cuda.group(1), "") if cuda else "") or \
         "version unknown (read with ncu --version in the pod)"
     first, slash, _ = tools.partition("/")
-    registry = slash and ("." in first or ":" in first or first == "localhost")
-    if not slash or first in ("localhost",) or first.startswith(("localhost:", "127.")):
+    local = first == "localhost" or first.startswith(("localhost:", "127."))
+    if not slash or local:
         where = ("names no registry, so a node pulls docker.io/library/" + tools.split("@")[0].split(":")[0] +
                  " (an official Docker Hub image), where a locally built tag is not" if not slash else
                  "is on a registry on this machine, which the nodes do not reach")
@@ -421,7 +420,7 @@ def _tools_image(tools: str) -> Finding:
                        "push it to a registry the nodes pull from (and pass --pull-secret if private), or keep the "
                        f"default {DEFAULT_TOOLS_IMAGE}", f"ncu {version}")
     return Finding("tools-image", "info", f"tools image {tools}: ncu {version}", "image tag" +
-                   ("" if registry else " (Docker Hub)"))
+                   ("" if "." in first or ":" in first else " (Docker Hub)"))
 
 
 def _choose(ins: Inspection, wanted: Strategy | None) -> None:

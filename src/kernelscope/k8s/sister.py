@@ -92,6 +92,12 @@ def _ours(gpu: dict[str, Any]) -> dict[str, Any]:
     return {"resources": copy.deepcopy(ADDED_RESOURCES), **({"securityContext": sc} if sc else {})}
 
 
+def _key_env(ins: Inspection) -> list[dict[str, Any]]:
+    """The server's API-key source as an env entry of ours (a reference, as the deployment gives it),
+    for a container warm-ups are sent from; none when the server wants no key."""
+    return [{"name": API_KEY_ENV, **copy.deepcopy(ins.api_key_env)}] if ins.api_key_env else []
+
+
 def read_only_root(ins: Inspection) -> bool:
     """The GPU container cannot write its root filesystem, where ncu keeps its temp files (/tmp)."""
     sc = named(ins.template["spec"], ins.container).get("securityContext") or {}
@@ -111,7 +117,7 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
     if not spec["imagePullSecrets"]:
         del spec["imagePullSecrets"]
     spec["volumes"] = [*(spec.get("volumes") or []), {"name": REPORTS_VOLUME, "emptyDir": {}}]
-    mounts = [{"name": REPORTS_VOLUME, "mountPath": REPORTS}]
+    mounts = [{"name": REPORTS_VOLUME, "mountPath": REPORTS}]  # the GPU container's and the tools sidecar's
     if not opts.ncu_in_image:
         spec["volumes"].append({"name": NCU_VOLUME, "emptyDir": {}})
         mounts.append({"name": NCU_VOLUME, "mountPath": NCU_DIR})
@@ -119,10 +125,10 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
             "name": INSTALL, "image": opts.tools_image,
             "command": ["cp", "-a", f"{opts.ncu_home.rstrip('/')}/.", f"{NCU_DIR}/"],
             "volumeMounts": [{"name": NCU_VOLUME, "mountPath": NCU_DIR}], **_ours(gpu)}]
-    tmp = read_only_root(ins) and not any(m.get("mountPath") in ("/tmp", "/tmp/") for m in
-                                          gpu.get("volumeMounts") or [])
-    if tmp:  # ncu writes /tmp (temp files, its lock): a writable emptyDir there
+    writable = any(m.get("mountPath") in ("/tmp", "/tmp/") for m in gpu.get("volumeMounts") or [])
+    if read_only_root(ins) and not writable:  # ncu writes /tmp (temp files, its lock): a writable emptyDir there
         spec["volumes"].append({"name": TMP_VOLUME, "emptyDir": {}})
+        mounts.append({"name": TMP_VOLUME, "mountPath": "/tmp"})
     for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
         if "env" in c:
             c["env"] = [e for e in c["env"] if e.get("name") != INJECTION_ENV]
@@ -135,22 +141,21 @@ def pod_spec(ins: Inspection, opts: SisterOptions, gpu_command: list[str]) -> di
         c["command"] = list(gpu_command)
         c.pop("args", None)
         if ins.api_key_env:  # warm-ups may be sent from here too, when the tools image has no client
-            c["env"] = [*(c.get("env") or []), {"name": API_KEY_ENV, **copy.deepcopy(ins.api_key_env)}]
+            c["env"] = [*(c.get("env") or []), *_key_env(ins)]
         if opts.env or opts.drop_env:
             ours = {name for name, _ in opts.env} | set(opts.drop_env)
             c["env"] = [e for e in c.get("env") or [] if e.get("name") not in ours] + \
                 [{"name": name, "value": value} for name, value in opts.env]
-        c["volumeMounts"] = [*(c.get("volumeMounts") or []), *mounts,
-                             *([{"name": TMP_VOLUME, "mountPath": "/tmp"}] if tmp else [])]
+        c["volumeMounts"] = [*(c.get("volumeMounts") or []), *copy.deepcopy(mounts)]
         if opts.grant_profiling_cap:
             sc = c.setdefault("securityContext", {})
             caps = sc.setdefault("capabilities", {})
             caps["add"] = sorted({*caps.get("add", []), "SYS_ADMIN"})
-    key = [{"name": API_KEY_ENV, **copy.deepcopy(ins.api_key_env)}] if ins.api_key_env else []
+    key = _key_env(ins)
     spec["containers"].append({
         "name": TOOLS, "image": opts.tools_image, "command": ["sleep", str(opts.ttl_s)],
         **({"env": key} if key else {}), **({"envFrom": copy.deepcopy(gpu["envFrom"])} if gpu.get("envFrom") else {}),
-        "volumeMounts": [*mounts, *([{"name": TMP_VOLUME, "mountPath": "/tmp"}] if tmp else [])], **_ours(gpu)})
+        "volumeMounts": mounts, **_ours(gpu)})
     return spec
 
 
