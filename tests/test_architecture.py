@@ -134,6 +134,35 @@ def test_figure_sources_name_counters_and_figures_above() -> None:
         seen.add(fig.name)
 
 
+def test_each_figure_is_declared_once_and_every_view_reads_the_declaration() -> None:
+    """A figure's unit, doc and label live in its column (columns.py), its sources in catalogue.FIGURES:
+    every catalogue figure is a column or a map's key (or a step only other figures read), every figure
+    a view shows is declared with how it is shown, and a map's per-key units name its keys."""
+    from kernelscope.report import diff, join, kernels
+
+    for fig in catalogue.FIGURE_NAMES:
+        column, _, key = fig.partition(".")
+        assert fig in catalogue.STEPS or (column in columns.BY_NAME and (
+            not key or key in dict(columns.BY_NAME[column].keys))), fig
+    shown = [name for name, _ in kernels.TABLE_FIGURES] + ["duration_ns", "pct_sol", *diff.COMPARED]
+    assert all(columns.BY_NAME[n].shown is not None for n in shown)
+    assert {c.name for c in columns.COLUMNS if c.shown} == set(shown)  # no label nothing shows
+    assert set(join.JOINED) <= set(columns.BY_NAME)
+    assert all(f"pct_of_achievable.{k}" in columns.FLAT for k, _ in kernels.ACHIEVABLE)
+    for c in columns.COLUMNS:
+        assert set(dict(c.key_units)) <= set(dict(c.keys)), c.name
+    # units as gates read them: declared, not parsed out of prose
+    assert columns.BY_NAME["limiter"].unit_of("clock_hz") == "Hz"
+    assert columns.BY_NAME["limiter"].unit_of("pct") == "% of the roof"
+    assert columns.BY_NAME["analytic"].unit == ("FLOP (flops); byte (bytes); ratio (counted_over_analytic_flops, "
+                                                "counted_over_analytic_bytes)")
+    # a percent's source is labelled as computed: `100 x a / b`, never `a / b` (tests/test_docs.py shows them)
+    for fig in catalogue.FIGURES:
+        for src in fig.sources:
+            if fig.name.endswith("_pct") and " / " in src.label and src.formula is not max:
+                assert src.label.startswith("100 x ") or "% of peak" in src.label, (fig.name, src.label)
+
+
 def test_published_schema_is_the_column_spec() -> None:
     published = json.loads((SRC.parents[1] / "schema" / "kernel.schema.json").read_text())
     assert published == columns.json_schema(), "regenerate: python3 -m kernelscope.columns > schema/kernel.schema.json"

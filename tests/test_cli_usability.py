@@ -258,4 +258,4 @@ def test_join_names_each_figure_as_analyze_does(fx: Path) -> None:
     theirs = [(c.key, c.heading) for c in join.table(join.join(items, {}, {"x": 1.0})).cols]
     assert [c for c in theirs if c[0] != "samples_pct"] == ours
     assert ("pct_sol", "roof %") in ours and ("pct_sol_compute", "SoL comp %") in ours
-    assert set(join.FIGURES) <= set(BY_NAME)
+    assert set(join.JOINED) <= set(BY_NAME)

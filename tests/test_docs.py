@@ -175,6 +175,22 @@ def columns_markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def sources_markdown() -> str:
+    """Each catalogue figure with its unit (the column spec's) and its sources, in the order tried."""
+    from kernelscope import catalogue as K
+    from kernelscope.columns import BY_NAME
+
+    out = ["| figure | unit | from, in the order tried |", "|---|---|---|"]
+    for f in K.FIGURES:
+        column, _, key = f.name.partition(".")
+        unit = "" if f.name in K.STEPS else BY_NAME[column].unit_of(key)
+        arch = {s.arch for s in f.sources}
+        tried = "; else ".join(f"`{s.label}`" + (f" ({s.arch})" if s.arch and len(arch) > 1 else "")
+                               for s in f.sources)
+        out.append(f"| `{f.name}`{' (feeds flops)' if f.name in K.STEPS else ''} | {_cell(unit)} | {_cell(tried)} |")
+    return "\n".join(out) + "\n"
+
+
 def levers_markdown() -> str:
     """Every lever rule in the order levers() weighs them, with who can pull its family."""
     from kernelscope.analysis import levers as L
@@ -193,6 +209,7 @@ def levers_markdown() -> str:
 GENERATED: dict[tuple[str, str], Callable[[], str]] = {
     ("reference.md", "verbs"): verbs_markdown,
     ("reference.md", "columns"): columns_markdown,
+    ("reference.md", "sources"): sources_markdown,
     ("explanation.md", "levers"): levers_markdown,
 }
 

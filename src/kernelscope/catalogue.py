@@ -274,11 +274,17 @@ def _one(name: str, label: str | None = None) -> Source:
 
 def _per_active(elapsed: str) -> Source:
     """A share over elapsed cycles as a share of SM-active cycles, as ncu's per-active figures are."""
-    return Source(f"{elapsed} / SM active", (elapsed, "sm_active_pct"), lambda e, a: None if not a else 100 * e / a)
+    return Source(f"100 x {elapsed} / sm_active_pct", (elapsed, "sm_active_pct"),
+                  lambda e, a: None if not a else 100 * e / a)
 
 
 def _pct(num: float, den: float) -> float | None:
     return None if not den else 100 * num / den
+
+
+def _share(num: str, den: str) -> Source:
+    """A percent of two counters, labelled as computed (the label is what JSON's `sources` shows)."""
+    return Source(f"100 x {num} / {den}", (num, den), _pct)
 
 
 def _from_uniform(uniform: float, divergent: float) -> float | str:
@@ -356,11 +362,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("l2_bytes", (_one(L2_BYTES), Source(f"{L2_SECTORS} x 32", (L2_SECTORS,), lambda n: 32 * n))),
     Figure("sm_busy_pct", (_one(SM_BUSY),)),
     Figure("memory_busy_pct", (_one(MEM_BUSY),)),
-    Figure("sm_active_pct", (Source(f"{SM_CYCLES_ACTIVE} / {SM_CYCLES_ELAPSED}", (SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED),
-                                    _pct),
-                             Source(f"{SM_CYCLES_ACTIVE} / {GPC_CYCLES}", (SM_CYCLES_ACTIVE, GPC_CYCLES), _pct),
-                             Source(f"{SM_CYCLES_ACTIVE} / ({SM_CLOCK} x duration)", (SM_CYCLES_ACTIVE, SM_CLOCK,
-                                    "duration_ns"), lambda a, hz, t: _pct(a, hz * t * 1e-9)))),
+    Figure("sm_active_pct", (_share(SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED), _share(SM_CYCLES_ACTIVE, GPC_CYCLES),
+                             Source(f"100 x {SM_CYCLES_ACTIVE} / ({SM_CLOCK} x duration)", (SM_CYCLES_ACTIVE,
+                                    SM_CLOCK, "duration_ns"), lambda a, hz, t: _pct(a, hz * t * 1e-9)))),
     Figure("issue_active_pct", (_one(ISSUE_ACTIVE), _per_active(ISSUE_ELAPSED))),
     Figure("dram_throughput_pct", tuple(_one(n) for n in DRAM_PCT)),
     Figure("l2_throughput_pct", (_one(L2_PCT),)),
@@ -379,10 +383,11 @@ FIGURES: tuple[Figure, ...] = (
     Figure("shared_mem_driver_bytes", (_one(SMEM_DRIVER),)),
     Figure("waves_per_sm", (_one(WAVES),)),
     Figure("branch_divergence_pct", (
-        Source(f"{BRANCH_DIVERGENT} / {BRANCH_TARGETS}", (BRANCH_DIVERGENT, BRANCH_TARGETS),
+        Source(f"100 x {BRANCH_DIVERGENT} / {BRANCH_TARGETS}", (BRANCH_DIVERGENT, BRANCH_TARGETS),
                lambda d, t: NA if t == 0 else 100 * d / t),
         Source(f"100 - {BRANCH_UNIFORM_PCT}", (BRANCH_UNIFORM_PCT, BRANCH_DIVERGENT), _from_uniform))),
-    Figure("simt_efficiency_pct", (Source(f"{THREADS_PER_INST} / 32", (THREADS_PER_INST,), lambda r: 100 * r / 32),)),
+    Figure("simt_efficiency_pct", (Source(f"100 x {THREADS_PER_INST} / 32", (THREADS_PER_INST,),
+                                          lambda r: 100 * r / 32),)),
     *(_simt_count(op) for op in SIMT_OPS),
     # HFMA2 thread-instructions that did fp16 math: ncu's hfma count also holds HFMA2.MMA register moves,
     # which run on the tensor pipe, while real fp16 math runs on the FMA pipe
@@ -419,7 +424,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("nvlink_busier_way_bytes_per_s", (
         Source(f"max({NVL_RX}, {NVL_TX})", (NVL_LINKS, NVL_RX, NVL_TX), lambda n, r, t: NA if n == 0 else max(r, t)),
         Source(NO_NVLINK, (NVL_LINKS,), lambda n: NA if n == 0 else None, declines=True))),
-    Figure("register_spill_pct", (Source(f"{SPILL_INST} / {INST_EXECUTED}", (SPILL_INST, INST_EXECUTED), _pct),)),
+    Figure("register_spill_pct", (_share(SPILL_INST, INST_EXECUTED),)),
     Figure("warp_stalls", (Source("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio, as shares",
                                   tuple(STALLS.values()), _stall_shares, declines=True),
                            # before Hopper there is no wgmma, and no gmma stall reason to count
@@ -427,4 +432,7 @@ FIGURES: tuple[Figure, ...] = (
                                n for r, n in STALLS.items() if r != "gmma"), _stall_shares_no_gmma, declines=True))),
 )
 FIGURE_NAMES: tuple[str, ...] = tuple(f.name for f in FIGURES)
+# the figures only other figures read (counted work that feeds flops.*): every other one is a column of
+# the column spec (columns.py) or a key of one of its maps, which declares its unit, doc and label
+STEPS: frozenset[str] = frozenset(("hfma_math", *(f"simt.{op}" for op in SIMT_OPS)))
 

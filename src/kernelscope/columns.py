@@ -1,5 +1,8 @@
 """The one column spec for a kernel: the JSON kernel object, CSV and Parquet columns, campaign
-cells, HTML tables and `kernel_internals` all take their names, units and values from here.
+cells, the table and diff views, `diff --fail-on` gates and `kernel_internals` all take a figure's
+name, kind, unit, doc, label and value from its one declaration here. Where a figure comes from
+(its sources as formulas over counters) is declared beside its name in catalogue.FIGURES, and a
+test holds the two together.
 
 A published schema that fixes other names (inference_perfbench_v1's `kernel_internals`) is mapped
 in one table at the bottom. The JSON schema in `schema/` is generated from this file
@@ -25,14 +28,35 @@ Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
 
 
 @dataclass(frozen=True)
+class Shown:
+    """How the table and diff views show a figure: its label, its unit as read after `scale`
+    (`µs` for ns x 1e-3), and its format."""
+
+    label: str
+    unit: str
+    fmt: str
+    scale: float = 1.0
+
+    @property
+    def heading(self) -> str:
+        return f"{self.label} {self.unit}".strip()
+
+
+@dataclass(frozen=True)
 class Column:
     name: str
     kind: Kind
-    unit: str  # "" for text; every figure carries its unit here
+    unit: str  # "" for text; every figure carries its unit here (a map of several units: see key_units)
     doc: str
     get: Callable[[Any], Any]  # of a KernelRecord (record columns) or an Assessment (the rest)
     nullable: bool = True
     keys: tuple[tuple[str, Kind], ...] = ()  # a map's every key and its kind: its flat columns, `name.key`
+    shown: Shown | None = None  # None: no view shows it as a column of its own
+    key_units: tuple[tuple[str, str], ...] = ()  # a map's keys whose unit is not the map's unit: (key, unit)
+
+    def unit_of(self, key: str = "") -> str:
+        """The unit of the column, or of one of a map's keys (what a `MAP.KEY` gate reads)."""
+        return dict(self.key_units).get(key, self.unit) if key else self.unit
 
 
 def _kind_of(hint: Any) -> Kind:
@@ -88,9 +112,19 @@ def _fields(flat: Any) -> dict[str, Any]:
     return dict(vars(flat))
 
 
-def _num(name: str, unit: str, doc: str, get: Callable[[Any], Any] | None = None) -> Column:
-    return Column(name, "number", unit, doc, get or _r(name))
+def _num(name: str, unit: str, doc: str, get: Callable[[Any], Any] | None = None, shown: Shown | None = None
+         ) -> Column:
+    return Column(name, "number", unit, doc, get or _r(name), shown=shown)
 
+
+def _units(*groups: tuple[str, tuple[str, ...]]) -> dict[str, Any]:
+    """A map whose keys carry different units: its unit as written (`% of the roof (pct,
+    pct_datasheet); Hz (clock_hz)`) and each key's unit, from one list."""
+    return {"unit": "; ".join(f"{unit} ({', '.join(keys)})" for unit, keys in groups),
+            "key_units": tuple((k, unit) for unit, keys in groups for k in keys)}
+
+
+_ROOF_UNITS = _units(("% of the roof", ("pct", "pct_datasheet")), ("Hz", ("clock_hz",)))
 
 RECORD: tuple[Column, ...] = (
     Column("source", "text", "", "the report the launch came from", _r("source"), nullable=False),
@@ -105,7 +139,7 @@ RECORD: tuple[Column, ...] = (
            "no kernel verdict", _r("workload"), nullable=False),
     Column("grid", "text", "", "grid dimensions (x, y, z)", _r("grid")),
     Column("block", "text", "", "block dimensions (x, y, z)", _r("block")),
-    _num("duration_ns", "ns", "gpu__time_duration.sum of this launch"),
+    _num("duration_ns", "ns", "gpu__time_duration.sum of this launch", shown=Shown("time", "µs", ".1f", 1e-3)),
     Column("flops", "map", "FLOP per launch (int8: OP)", "work by precision class, with total; null when no "
            "FLOP counter was collected; total null when a class that may hold the work was not (no tensor counter "
            "while the tensor cores may have run)", _flops, keys=_numbers("total", *C.TENSOR_FLOPS, *C.SIMT_FLOPS)),
@@ -118,27 +152,28 @@ RECORD: tuple[Column, ...] = (
     Column("tensor_path", "text", "", "tensor instruction path: wgmma, tcgen05 or mma.sync", _r("tensor_path")),
     _num("dram_bytes", "byte", "DRAM bytes read + written"),
     _num("l2_bytes", "byte", "L2 bytes (lts__t_bytes.sum)"),
-    _num("arithmetic_intensity", "FLOP/byte", "FLOP per DRAM byte"),
-    _num("achieved_tflops", "TFLOP/s", "FLOP / duration"),
-    _num("achieved_dram_tbps", "TB/s", "DRAM bytes / duration"),
+    _num("arithmetic_intensity", "FLOP/byte", "FLOP per DRAM byte", shown=Shown("AI", "FLOP/B", ".1f")),
+    _num("achieved_tflops", "TFLOP/s", "FLOP / duration", shown=Shown("", "TFLOP/s", ".1f")),
+    _num("achieved_dram_tbps", "TB/s", "DRAM bytes / duration", shown=Shown("", "TB/s", ".2f")),
     _num("sm_clock_hz", "Hz", "SM clock the launch ran at (sm__cycles_elapsed.avg.per_second)"),
     _num("max_sm_clock_hz", "Hz", "the device's maximum SM clock (device__attribute_max_gpu_frequency_khz)"),
     _num("dram_clock_hz", "Hz", "DRAM clock the launch ran at"),
-    _num("sm_busy_pct", "% of peak", "ncu Compute (SM) Throughput; not a FLOP rate"),
+    _num("sm_busy_pct", "% of peak", "ncu Compute (SM) Throughput; not a FLOP rate",
+         shown=Shown("SM busy", "%", ".0f")),
     _num("memory_busy_pct", "% of peak", "ncu Memory Throughput"),
     _num("sm_active_pct", "% of elapsed cycles", "SM cycles with work"),
-    _num("issue_active_pct", "% of peak", "ncu Issue Slots Busy"),
+    _num("issue_active_pct", "% of peak while SM active", "ncu Issue Slots Busy"),
     _num("dram_throughput_pct", "% of peak", "ncu DRAM Throughput"),
     _num("l2_throughput_pct", "% of peak", "ncu L2 Cache Throughput (lts__throughput): the busiest L2 sub-unit"),
     _num("l2_sectors_pct", "% of peak", "L2 bandwidth: the busier of the L2 tag and data stages' sectors "
          "(lts__t_sectors, lts__d_sectors), over elapsed cycles"),
-    _num("tensor_pipe_active_pct", "% of peak", "tensor pipe active cycles"),
+    _num("tensor_pipe_active_pct", "% of peak while SM active", "tensor pipe active cycles"),
     Column("pipe_busy", "map", "% of peak while SM active", "busy share per SM pipe (fma, alu, fp64, xu, lsu, "
            "tensor)", _map("pipe_busy"), keys=_numbers(*C.PIPES, "tensor")),
-    _num("achieved_occupancy_pct", "% of max warps", "achieved occupancy"),
+    _num("achieved_occupancy_pct", "% of max warps", "achieved occupancy", shown=Shown("occ", "%", ".0f")),
     _num("theoretical_occupancy_pct", "% of max warps", "theoretical occupancy"),
     _num("achieved_active_warps_per_sm", "warp", "achieved active warps per SM"),
-    _num("registers_per_thread", "register", "registers per thread"),
+    _num("registers_per_thread", "register", "registers per thread", shown=Shown("regs", "", ".0f")),
     _num("shared_mem_per_block_bytes", "byte", "shared memory per block: static + dynamic + driver-reserved"),
     _num("shared_mem_static_bytes", "byte", "static shared memory per block"),
     _num("shared_mem_dynamic_bytes", "byte", "dynamic shared memory per block"),
@@ -178,10 +213,12 @@ PLACED: tuple[Column, ...] = (
     _num("memory_ceiling_tbps", "TB/s", "value at memory_ceiling_key", _a("memory_ceiling_tbps")),
     _num("ridge_flops_per_byte", "FLOP/byte", "ridge point of the binding roofs", _a("ridge_flops_per_byte")),
     _num("pct_sol_compute", "% of SoL", "compute speed of light against the datasheet figure (limiter.pct holds "
-         "the limiting roof at the measured clock)", _a("pct_sol_compute")),
-    _num("pct_sol_memory", "% of SoL", "memory speed of light against the datasheet figure", _a("pct_sol_memory")),
+         "the limiting roof at the measured clock)", _a("pct_sol_compute"), Shown("SoL comp", "%", ".0f")),
+    _num("pct_sol_memory", "% of SoL", "memory speed of light against the datasheet figure", _a("pct_sol_memory"),
+         Shown("SoL mem", "%", ".0f")),
     _num("pct_sol", "% of the roof", "the verdict's roof %: the limiter's (the nearest roof's for latency) at the "
-         "measured clock, as the table's roof %; null when provisional or unmeasured", roof_pct),
+         "measured clock, as the table's roof %; null when provisional or unmeasured", roof_pct,
+         Shown("roof", "%", ".0f")),
     Column("ceiling_key", "text", "", "the roof pct_sol is against: a ceiling key (with @path for a tensor roof) or "
            "the counter of a pipe, the issue slots or L2", _roof_key),
     Column("bound", "text", "", "compute | memory | latency | unmeasured", _a("bound"), nullable=False),
@@ -189,13 +226,12 @@ PLACED: tuple[Column, ...] = (
            "on the roofline, so it names the busiest unit (ncu's per-unit throughputs) and no %SoL",
            _a("provisional"), nullable=False),
     Column("verdict", "text", "", "the verdict in one line", _a("verdict"), nullable=False),
-    Column("limiter", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "what decided the bound: kind "
-           "(tensor, simt, hbm, l2, pipe, issue, nvlink, latency, launch, grid, unmeasured), key, name, pct at the "
-           "measured clock, pct_datasheet, clock_hz, reading", lambda a: _fields(a.limiter), nullable=False,
-           keys=_keys_of(Limiter)),
-    Column("runner_up", "map", "% of the roof (pct, pct_datasheet); Hz (clock_hz)", "the next roof (the nearest "
-           "one when latency is named), as limiter", lambda a: None if a.runner_up is None else _fields(a.runner_up),
-           keys=_keys_of(Limiter)),
+    Column("limiter", "map", doc="what decided the bound: kind (tensor, simt, hbm, l2, pipe, issue, nvlink, "
+           "latency, launch, grid, unmeasured), key, name, pct at the measured clock, pct_datasheet, clock_hz, "
+           "reading", get=lambda a: _fields(a.limiter), nullable=False, keys=_keys_of(Limiter), **_ROOF_UNITS),
+    Column("runner_up", "map", doc="the next roof (the nearest one when latency is named), as limiter",
+           get=lambda a: None if a.runner_up is None else _fields(a.runner_up), keys=_keys_of(Limiter),
+           **_ROOF_UNITS),
     Column("evidence", "list", "", "the figures that decided, with units", lambda a: list(a.evidence),
            nullable=False),
     Column("provenance", "map", "", "who owns the code (library, open, user), its family, warp_specialised, "
@@ -212,14 +248,15 @@ PLACED: tuple[Column, ...] = (
     Column("next_levers", "list", "", "ranked levers the owner can pull: rule, family, action, expected, confirm, "
            "gain, cost, unlock_x (upper-bound speed-up, x)", lambda a: [_fields(lv) for lv in a.next_levers],
            nullable=False),
-    Column("analytic", "map", "FLOP (flops); byte (bytes); ratio (counted_over_analytic_flops, "
-           "counted_over_analytic_bytes)", "a harness op's analytic work and counted/analytic ratios",
-           lambda a: None if a.analytic is None else dict(a.analytic),
+    Column("analytic", "map", doc="a harness op's analytic work and counted/analytic ratios",
+           get=lambda a: None if a.analytic is None else dict(a.analytic),
            keys=(("describe", "text"), *_numbers("flops", "counted_over_analytic_flops", "bytes",
-                                                 "counted_over_analytic_bytes"))),
-    Column("pct_of_achievable", "map", "% of the achievable ceiling (pct_compute, pct_memory)",
-           "%SoL against measured (achievable) ceilings",
-           lambda a: None if a.achievable is None else dict(a.achievable),
+                                                 "counted_over_analytic_bytes")),
+           **_units(("FLOP", ("flops",)), ("byte", ("bytes",)),
+                    ("ratio", ("counted_over_analytic_flops", "counted_over_analytic_bytes")))),
+    Column("pct_of_achievable", "map", doc="%SoL against measured (achievable) ceilings",
+           get=lambda a: None if a.achievable is None else dict(a.achievable),
+           **_units(("% of the achievable ceiling", ("pct_compute", "pct_memory"))),
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
     Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "

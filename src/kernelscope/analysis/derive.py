@@ -121,12 +121,12 @@ NON_NEGATIVE = ("duration_ns", "dram_bytes", "l2_bytes", "achieved_dram_tbps")
 
 # The figures whose None means "not measured" (identity, lists and maps of detail are not figures), in
 # field order: a record's `unmeasured` lists them in this order.
-FIGURES = tuple(f.name for f in fields(KernelRecord) if f.name not in {
+MEASURED = tuple(f.name for f in fields(KernelRecord) if f.name not in {
     "source", "launch_id", "name", "name_full", "device", "grid", "block", "flops_missing", "flops_at_most",
     "flops_total", "dominant_precision",
     "tensor_path", "ncu_rules", "code_file", "workload", "unmeasured", "notes", "sources", "metrics", "block_limits"})
 # The record's figures that are catalogue figures of the same name, taken as they are.
-PLAIN = tuple(f for f in FIGURES if f in C.FIGURE_NAMES)
+PLAIN = tuple(f for f in MEASURED if f in C.FIGURE_NAMES)
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -217,7 +217,7 @@ def derive(raw: RawKernel) -> KernelRecord:
         if figures[denominator] == 0:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")
             not_applicable.add(figure)
-    unmeasured = tuple(f for f in FIGURES if figures[f] is None and f not in not_applicable)
+    unmeasured = tuple(f for f in MEASURED if figures[f] is None and f not in not_applicable)
     if figures["flops"] is not None and figures["flops_total"] is None:
         unmeasured += ("flops_total",)
     return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,

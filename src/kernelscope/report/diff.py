@@ -23,7 +23,7 @@ from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
 from ..analysis.verdict import verdict_roof
-from ..columns import value
+from ..columns import BY_NAME, value
 from ..manifest import Recorded
 from ..model import Assessment
 from . import kernels
@@ -34,13 +34,9 @@ from .table import NAME, Col, CsvWriter, Table
 
 CONTEXT_FIELDS = ("device", "shapes", "model")  # what must agree: a difference is refused
 MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline
-# (column-spec name, label, scale, format): the figures compared, time first
-FIGURES: tuple[tuple[str, str, float, str], ...] = (
-    ("duration_ns", "time", 1e-3, ".1f"), ("pct_sol", "roof", 1.0, ".0f"), ("achieved_tflops", "", 1.0, ".1f"),
-    ("achieved_dram_tbps", "", 1.0, ".2f"), ("arithmetic_intensity", "AI", 1.0, ".1f"),
-    ("achieved_occupancy_pct", "occ", 1.0, ".0f"), ("sm_busy_pct", "SM busy", 1.0, ".0f"),
-    ("registers_per_thread", "regs", 1.0, ".0f"),
-)
+# the figures compared, time first: each as its declaration shows it (columns.py)
+COMPARED = ("duration_ns", "pct_sol", "achieved_tflops", "achieved_dram_tbps", "arithmetic_intensity",
+            "achieved_occupancy_pct", "sm_busy_pct", "registers_per_thread")
 SIDES = ("baseline", "candidate")
 
 
@@ -180,7 +176,7 @@ def on_one_clock(b: KernelGroup, c: KernelGroup, changes: dict[str, Change]) -> 
 def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Sequence[Gate] = (),
             context_mismatches: Sequence[str] = (), metric_sets: tuple[str, str] = ("unknown", "unknown")
             ) -> Comparison:
-    names = list(dict.fromkeys([f[0] for f in FIGURES] + [g.figure for g in gates]))
+    names = list(dict.fromkeys([*COMPARED, *(g.figure for g in gates)]))
     left = [r.group for r in kernels.ranked(base)]
     right = [r.group for r in kernels.ranked(cand)]
     found = pair([g.name_full for g in left], [g.name_full for g in right])
@@ -209,9 +205,11 @@ def compare(base: Sequence[Assessment], cand: Sequence[Assessment], gates: Seque
 
 
 def _spec(name: str) -> tuple[str, float, str]:
-    for n, label, scale, spec in (*FIGURES, *(f[:4] for f in kernels.FIGURES)):
-        if n == name:
-            return kernels.heading(label, n, scale), scale, spec
+    """A compared figure's heading, scale and format: as declared, else (a gated figure no view
+    shows) its name and unit."""
+    how = None if "." in name else BY_NAME[name].shown  # a map's key (`warp_stalls.barrier`) has no view
+    if how is not None:
+        return how.heading, how.scale, how.fmt
     return f"{name} {'%' if is_percent(name) else UNITS[name].split(' (')[0]}".strip(), 1.0, ".4g"
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..columns import BY_NAME, FLAT, FLAT_KINDS, Column, value
+from ..columns import BY_NAME, FLAT, FLAT_KINDS, value
 from ..errors import KernelscopeError
 from ..model import Assessment
 
@@ -22,25 +22,14 @@ _EXPR = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, "<": operator.lt, ">=": operator.ge,
                                                    "<=": operator.le}
 IDENTITY = frozenset({"launch_id"})  # a number that names a launch, not a figure that can regress
-_UNIT_OF_KEYS = re.compile(r"^(.*?)\s*\(([\w, ]+)\)$")  # `% of the roof (pct, pct_datasheet)`
-
-
-def _key_unit(c: Column, key: str) -> str:
-    """A map key's unit: the part of the map's unit that names the key (`limiter`: `% of the roof
-    (pct, pct_datasheet); Hz (clock_hz)`), else the map's whole unit."""
-    for part in c.unit.split(";"):
-        m = _UNIT_OF_KEYS.match(part.strip())
-        if m and key in {k.strip() for k in m.group(2).split(",")}:
-            return m.group(1)
-    return c.unit
 
 
 def _unit(flat: str) -> str:
     name, _, key = flat.partition(".")
-    return _key_unit(BY_NAME[name], key) if key else BY_NAME[name].unit
+    return BY_NAME[name].unit_of(key)
 
 
-# every number figure a gate may name -> its unit: the column spec's flat number columns
+# every number figure a gate may name -> its unit, as the column spec declares it
 UNITS: dict[str, str] = {n: _unit(n) for n in FLAT if FLAT_KINDS[n] in ("number", "integer") and n not in IDENTITY}
 MAPS = tuple(c.name for c in BY_NAME.values() if any(f.startswith(f"{c.name}.") for f in UNITS))
 

@@ -390,9 +390,10 @@ def _together(rows: Sequence[Unmatched]) -> str:
 
 
 # a kernel's row in JSON and CSV: the names of analyze's columns (kernelscope/columns.py) and the table's
-FIGURES = ("pct_sol", "ceiling_key", *(name for name, *_ in kernels.FIGURES), "dram_throughput_pct", "sm_busy_pct")
+JOINED = ("pct_sol", "ceiling_key", *(name for name, _ in kernels.TABLE_FIGURES), "dram_throughput_pct",
+          "sm_busy_pct")  # the kernel figures a joined row carries
 FIELDS = ("rank", "kernel", "name", "source", "launches", "duration_ns", "time_share_pct", "samples_pct",
-          "nsys_total_ms", "nsys_pct", "bound", "provisional", "roof", *FIGURES, "pct_of_achievable", "verdict",
+          "nsys_total_ms", "nsys_pct", "bound", "provisional", "roof", *JOINED, "pct_of_achievable", "verdict",
           "next_lever")
 
 
@@ -405,7 +406,7 @@ def _fields(j: JoinRow, total_ns: float) -> dict[str, Any]:
             "duration_ns": r.total_ns, "time_share_pct": None if r.total_ns is None else 100.0 * r.total_ns / total_ns,
             "samples_pct": j.samples_pct, "nsys_total_ms": j.nsys_total_ms, "nsys_pct": j.nsys_pct,
             "bound": a.bound, "provisional": a.provisional, "roof": None if roof is None else kernels.roof_name(roof),
-            **{name: obj[name] for name in FIGURES}, "pct_of_achievable": obj["pct_of_achievable"],
+            **{name: obj[name] for name in JOINED}, "pct_of_achievable": obj["pct_of_achievable"],
             "verdict": a.verdict, "next_lever": a.next_levers[0].rule if a.next_levers else None}
 
 

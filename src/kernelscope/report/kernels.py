@@ -19,21 +19,19 @@ from ..analysis.frontier import FrontierItem, frontier
 from ..analysis.frontier import ranked as ranked_frontier
 from ..analysis.groups import KernelGroup, Key, display_names, group
 from ..analysis.verdict import roof_pct, verdict_roof
-from ..columns import BY_NAME, value
+from ..columns import BY_NAME, Shown, value
 from ..model import Assessment, Limiter
 from .style import BOUND_ANSI
 from .table import NAME, ORIGIN, Col, Table
 
-# how a column-spec unit reads at a given scale
-_SHOWN = {("ns", 1e-3): "µs", ("% of SoL", 1.0): "%", ("% of the roof", 1.0): "%", ("% of peak", 1.0): "%",
-          ("% of max warps", 1.0): "%",
-          ("FLOP/byte", 1.0): "FLOP/B", ("TFLOP/s", 1.0): "TFLOP/s", ("TB/s", 1.0): "TB/s",
-          ("byte", 1 / 1024): "KiB", ("register", 1.0): "", ("waves", 1.0): ""}
 
-
-def heading(label: str, column: str, scale: float = 1.0) -> str:
-    """`label` and the unit of `column` (from the column spec) as shown after scaling."""
-    return f"{label} {_SHOWN[(BY_NAME[column].unit, scale)]}".strip()
+def shown(name: str) -> Shown:
+    """How a view shows a figure, from its declaration (columns.py); a figure declared with no view
+    is a KeyError here, and tests/test_columns.py checks every view's figures are declared."""
+    how = BY_NAME[name].shown
+    if how is None:
+        raise KeyError(f"{name}: no view declared in the column spec")
+    return how
 
 
 @dataclass(frozen=True)
@@ -146,16 +144,12 @@ def bound_cell(a: Assessment) -> str:
     return f"{a.bound}?" if a.provisional else a.bound
 
 
-# (column-spec name, label, scale, format, hidden-when-narrow rank)
-FIGURES: tuple[tuple[str, str, float, str, int], ...] = (
-    ("pct_sol_compute", "SoL comp", 1.0, ".0f", 7),
-    ("pct_sol_memory", "SoL mem", 1.0, ".0f", 8),
-    ("arithmetic_intensity", "AI", 1.0, ".1f", 9),
-    ("achieved_tflops", "", 1.0, ".1f", 10),
-    ("achieved_dram_tbps", "", 1.0, ".2f", 11),
-    ("achieved_occupancy_pct", "occ", 1.0, ".0f", 12),
+# the table's figure columns after roof %, and the rank at which each is hidden when narrow (last
+# first: launches (1), time % (2), roof (3), next lever (6), then these)
+TABLE_FIGURES: tuple[tuple[str, int], ...] = (
+    ("pct_sol_compute", 7), ("pct_sol_memory", 8), ("arithmetic_intensity", 9), ("achieved_tflops", 10),
+    ("achieved_dram_tbps", 11), ("achieved_occupancy_pct", 12),
 )
-# hidden when narrow, last to first: launches (1), time % (2), roof (3), next lever (6), then FIGURES
 # --achievable's figures (analysis/pipeline.py), beside the datasheet's SoL comp and SoL mem
 ACHIEVABLE: tuple[tuple[str, str], ...] = (("pct_compute", "ach comp %"), ("pct_memory", "ach mem %"))
 # a column a caller adds after `time %` (join's profile figures): the column and its value of a row
@@ -185,13 +179,14 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         cols.append(Col("launches", "launches", right=True, drop=1))
     if per_launch:
         cols.append(Col("launch_id", "launch", right=True, drop=1))
-    cols += [Col("duration_ns", heading("time", "duration_ns", 1e-3), number(".1f", 1e-3), right=True),
+    time, sol = shown("duration_ns"), shown("pct_sol")
+    cols += [Col("duration_ns", time.heading, number(time.fmt, time.scale), right=True),
              Col("time_share_pct", "time %", number(".1f"), right=True, drop=2),
              *[col for col, _ in extra],
              Col("bound", "bound", colour=lambda s: BOUND_ANSI.get(s.rstrip("?"))),
-             Col("roof", "roof", drop=3), Col("pct_sol", "roof %", number(".0f"), right=True),
-             *[Col(name, heading(label, name, scale), number(spec, scale), right=True, drop=drop)
-               for name, label, scale, spec, drop in FIGURES],
+             Col("roof", "roof", drop=3), Col("pct_sol", sol.heading, number(sol.fmt), right=True),
+             *[Col(name, how.heading, number(how.fmt, how.scale), right=True, drop=drop)
+               for name, drop in TABLE_FIGURES for how in (shown(name),)],
              *[Col(f"pct_of_achievable.{key}", label, number(".0f"), right=True, drop=7)
                for key, label in (ACHIEVABLE if achievable else ())],
              Col("next_lever", "next lever", drop=6)]
@@ -208,7 +203,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
         roof = verdict_roof(a)
         vals += [r.total_ns, None if r.total_ns is None else 100.0 * r.total_ns / total,
                  *[get(r) for _, get in extra], bound_cell(a), None if roof is None else roof_name(roof), roof_pct(a),
-                 *[value(a, name) for name, *_ in FIGURES],
+                 *[value(a, name) for name, _ in TABLE_FIGURES],
                  *[_achievable(a, key) for key, _ in (ACHIEVABLE if achievable else ())],
                  a.next_levers[0].rule if a.next_levers else None]
         out.append(vals)
