@@ -7,7 +7,6 @@ what comes back; nothing below this module knows the CLI exists.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -33,6 +32,7 @@ from .report.progress import Steps, metered, quiet
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
+    from .capture.harness import OpSpec
     from .capture.inventory import Listed
     from .capture.preflight import Finding
     from .capture.transport import Progress
@@ -494,7 +494,7 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
 
 @dataclass(frozen=True)
 class OpRequest:
-    harness: argparse.Namespace  # parsed by a parser that called capture.harness.add_op_arguments, settled
+    harness: OpSpec  # the op's call, settled (capture.harness.settle)
     kernel: str | None
     capture: CaptureRequest  # its plan's kernels, window and target are filled in here
 

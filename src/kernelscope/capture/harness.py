@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.categories import pattern
@@ -49,23 +50,54 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def settle(a: argparse.Namespace) -> None:
-    """Refuse an option the op does not read (`op softmax --m 8` would have run 8192x8192 and said
-    nothing), then fill in the op's defaults; the others stay None, so they are not forwarded."""
-    mine = SHAPES[a.op]
-    given = [d for d in {d for shape in SHAPES.values() for d in shape} - set(mine) if getattr(a, d, None) is not None]
+_G, _A, _R = SHAPES["gemm"], SHAPES["attention"], SHAPES["rmsnorm"]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op's call, settled: the shapes it reads (the defaults are SHAPES'), its warm-up and its
+    captured calls. Built by `settle`; what work, call and harness_argv read."""
+
+    op: str
+    warmup: int
+    iters: int
+    dtype: str = _G["dtype"]
+    m: int = _G["m"]
+    n: int = _G["n"]
+    k: int = _G["k"]
+    batch: int = _A["batch"]
+    heads: int = _A["heads"]
+    seq: int = _A["seq"]
+    head_dim: int = _A["head_dim"]
+    causal: bool = _A["causal"]
+    rows: int = _R["rows"]
+    cols: int = _R["cols"]
+    callable: str = ""
+    arg: tuple[str, ...] = ()
+    flops: float | None = None
+    bytes: float | None = None
+
+
+def settle(options: Mapping[str, Any]) -> OpSpec:
+    """The op's call from the options add_op_arguments defines (a parsed command line's values):
+    refuse an option the op does not read (`op softmax --m 8` would have run 8192x8192 and said
+    nothing), and the callable op without its callable."""
+    op = options["op"]
+    mine = SHAPES[op]
+    given = [d for d in {d for shape in SHAPES.values() for d in shape} - set(mine) if options.get(d) is not None]
     if given:
         takes = ", ".join(_flag(d) for d in mine) or "none"
-        raise UsageError(f"op {a.op} takes no {', '.join(sorted(map(_flag, given)))} (it reads {takes})")
-    if a.op not in FP8_OPS and getattr(a, "dtype", None) == "fp8":
-        raise UsageError(f"op {a.op} --dtype fp8: only {', '.join(FP8_OPS)} has an fp8 path here "
+        raise UsageError(f"op {op} takes no {', '.join(sorted(map(_flag, given)))} (it reads {takes})")
+    if op not in FP8_OPS and options.get("dtype") == "fp8":
+        raise UsageError(f"op {op} --dtype fp8: only {', '.join(FP8_OPS)} has an fp8 path here "
                          f"(bf16, fp16 or fp32)")
-    for dest, default in mine.items():
-        if getattr(a, dest, None) is None:
-            setattr(a, dest, default)
+    if op == "callable" and not options.get("callable"):
+        raise UsageError("op callable needs --callable MODULE:FUNCTION (the function to call)")
+    values = {f.name: options[f.name] for f in fields(OpSpec) if options.get(f.name) is not None}
+    return OpSpec(**{**values, "arg": tuple(values.get("arg", ()))})
 
 
-def work(a: argparse.Namespace) -> Analytic:
+def work(a: OpSpec) -> Analytic:
     """Analytic FLOP and bytes of one call, from the shapes (conventions noted per op)."""
     from ..manifest import Analytic
 
@@ -109,7 +141,7 @@ def _tensor(spec: str) -> Any:
     return torch.randn(*shape, device="cuda", dtype=_dtype(dtype))
 
 
-def call(a: argparse.Namespace) -> Callable[[], Any]:
+def call(a: OpSpec) -> Callable[[], Any]:
     """The op, ready to call on random CUDA tensors."""
     torch = _torch()
     if a.op == "gemm" and a.dtype == "fp8":
@@ -172,16 +204,17 @@ def add_op_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=positive, default=2, help="calls after the warm-up, the first captured (default 2)")
 
 
-def harness_argv(ns: argparse.Namespace) -> list[str]:
-    """The harness command line for options parsed by a parser that called add_op_arguments and
-    settled: every option defined there that is set is forwarded, so the two can never disagree."""
+def harness_argv(ns: OpSpec) -> list[str]:
+    """The harness command line of a settled call: every option add_op_arguments defines that the
+    op reads is forwarded, so the two can never disagree."""
     probe = argparse.ArgumentParser(add_help=False)
     add_op_arguments(probe)
     argv = [ns.op]
+    reads = {*SHAPES[ns.op], "warmup", "iters"}
     for action in probe._actions:  # the options add_op_arguments defined, nothing else
-        if not action.option_strings:
+        if not action.option_strings or action.dest not in reads:
             continue
-        value = getattr(ns, action.dest, None)
+        value = getattr(ns, action.dest)
         flag = action.option_strings[0]
         if isinstance(action, argparse._StoreTrueAction):
             argv += [flag] if value else []
@@ -196,9 +229,8 @@ def harness_argv(ns: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kernelscope.capture.harness")
     add_op_arguments(p)
-    a = p.parse_args(argv)
     try:
-        settle(a)
+        a = settle(vars(p.parse_args(argv)))
     except UsageError as exc:
         p.error(str(exc))
     fn = call(a)
