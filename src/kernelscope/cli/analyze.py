@@ -13,7 +13,9 @@ from .output import _analysis_text, _ticker, emit, emit_file, say
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """analyze: the inputs, then how the kernels are shown or written."""
-    a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze)
+    a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze,
+             "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
+             "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md")
     _reading(a)
     _per_launch(a)
     _format(a, "; json and csv hold every launch with every figure (--details and --per-launch are the table's)")

@@ -1,5 +1,5 @@
 """The options and checks several verbs share, and the verb registration every verb module uses:
-each verb's help shows its example (EXAMPLES) under its description."""
+each verb's help shows its example, given where the verb is registered, under its description."""
 
 from __future__ import annotations
 
@@ -14,45 +14,15 @@ from ..errors import KernelscopeError, UsageError
 
 Handler = Callable[[argparse.Namespace], int]
 FORMATS = ("table", "json", "csv", "markdown")
-EXAMPLES = {
-    "analyze": "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
-               "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md",
-    "report": "kernelscope report bundles/gemm --out report.html",
-    "roofline": "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf",
-    "capture": "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py",
-    "op": "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8",
-    "launch": "kernelscope launch -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152",
-    "kernels": "kernelscope kernels -- python3 serve_step.py   # then: capture --kernel 'regex:...' from its table",
-    "k8s": "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live",
-    "k8s inspect": "kernelscope k8s inspect -n serving deploy/basic-inference",
-    "k8s capture": "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live --dry-run",
-    "k8s cleanup": "kernelscope k8s cleanup -n serving --release basic-inference-ncu",
-    "campaign": "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm",
-    "campaign import-ncu": "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm",
-    "campaign render": "kernelscope campaign render --campaign decode-h200 --out decode-h200.html",
-    "campaign check": "kernelscope campaign check --campaign decode-h200 --strict --format markdown",
-    "campaign export": "kernelscope campaign export --campaign decode-h200 --parquet out/",
-    "bundle": "kernelscope bundle kernel-internals bundles/gemm",
-    "bundle kernel-internals": "kernelscope bundle kernel-internals bundles/gemm bundles/attn",
-    "join": "kernelscope join bundles/gemm bundles/attn --nsys kern_sum.csv --format markdown",
-    "diff": "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
-    "ceilings": "kernelscope ceilings list",
-    "ceilings list": "kernelscope ceilings list --format markdown",
-    "ceilings measure": "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml",
-}
 GATE_EXIT = "exit codes: 0 passed, 1 a gate failed, 2 an error"
 
 
-def _epilog(name: str, extra: str = "") -> str:
-    return f"example:\n  {EXAMPLES[name]}" + (f"\n\n{extra}" if extra else "")
-
-
-def _sub(sub: argparse._SubParsersAction[Any], name: str, help_text: str,
-         handler: Handler | None, path: str = "", extra: str = "") -> argparse.ArgumentParser:
-    """A verb (or a verb's sub-verb, `path` naming its parent) with its example in the help."""
-    full = f"{path} {name}".strip()
+def _sub(sub: argparse._SubParsersAction[Any], name: str, help_text: str, handler: Handler | None, example: str,
+         extra: str = "") -> argparse.ArgumentParser:
+    """A verb (or a verb's sub-verb) with its example, and any `extra` lines, in the help."""
+    epilog = f"example:\n  {example}" + (f"\n\n{extra}" if extra else "")
     p: argparse.ArgumentParser = sub.add_parser(
-        name, help=help_text.replace("%", "%%"), description=help_text, epilog=_epilog(full, extra),
+        name, help=help_text.replace("%", "%%"), description=help_text, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     if handler is not None:
         p.set_defaults(func=handler)

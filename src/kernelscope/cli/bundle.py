@@ -11,9 +11,10 @@ from .output import say
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """bundle and its sub-verb kernel-internals."""
-    bu = _sub(sub, "bundle", "bundle tools", None)
+    bu = _sub(sub, "bundle", "bundle tools", None, "kernelscope bundle kernel-internals bundles/gemm")
     ki = _sub(bu.add_subparsers(dest="bundle_command", required=True), "kernel-internals",
-              "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals, "bundle")
+              "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals,
+              "kernelscope bundle kernel-internals bundles/gemm bundles/attn")
     _reading(ki, "bundle directories", " (each gets its own kernel_internals)", alias="--bundle")
 
 

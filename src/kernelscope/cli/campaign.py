@@ -13,13 +13,19 @@ from .output import _show, _ticker, emit, say
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """campaign and its four sub-verbs."""
-    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", None)
+    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", None,
+              "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm")
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
-    for name, text in (("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)"),
-                       ("render", "the campaign's HTML report, with a cell column"),
-                       ("check", "gates; --strict exits 1 on failure"),
-                       ("export", "kernels as Parquet by campaign and cell")):
-        sp = _sub(cp_sub, name, text, cmd_campaign, "campaign", GATE_EXIT if name == "check" else "")
+    for name, text, example in (
+            ("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)",
+             "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm"),
+            ("render", "the campaign's HTML report, with a cell column",
+             "kernelscope campaign render --campaign decode-h200 --out decode-h200.html"),
+            ("check", "gates; --strict exits 1 on failure",
+             "kernelscope campaign check --campaign decode-h200 --strict --format markdown"),
+            ("export", "kernels as Parquet by campaign and cell",
+             "kernelscope campaign export --campaign decode-h200 --parquet out/")):
+        sp = _sub(cp_sub, name, text, cmd_campaign, example, GATE_EXIT if name == "check" else "")
         sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
         sp.add_argument("--root", default="campaigns", type=T.path,
                         help="directory holding campaigns (default ./campaigns)")

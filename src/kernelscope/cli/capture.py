@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without th
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """capture: the window, the attach, ncu's switches, then the shared capture options."""
-    c = _sub(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture)
+    c = _sub(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture,
+             "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py")
     _window(c)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")
     c.add_argument("--one-run", action="store_true",

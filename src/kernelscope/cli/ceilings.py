@@ -13,10 +13,11 @@ from .output import _show, emit
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """ceilings and its sub-verbs list and measure."""
-    ce = _sub(sub, "ceilings", "the speed-of-light ceilings: list them, or measure this GPU's", None)
+    ce = _sub(sub, "ceilings", "the speed-of-light ceilings: list them, or measure this GPU's", None,
+              "kernelscope ceilings list")
     ce_sub = ce.add_subparsers(dest="ceilings_command", required=True)
     ls = _sub(ce_sub, "list", "every ceiling key with its value, unit, devices and source", cmd_ceilings_list,
-              "ceilings")
+              "kernelscope ceilings list --format markdown")
     ls.add_argument("--ceilings", type=T.path, help="a ceilings YAML file (default: the packaged datasheet one)")
     ls.add_argument("--for", dest="for_report", metavar="REPORT", type=T.path,
                     help="the ceilings a report's device is held to, each datasheet figure beside what the report's "
@@ -24,7 +25,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     ls.add_argument("--hw", help="with --for: the ceilings key to hold the report to instead of its device's")
     _format(ls)
     m = _sub(ce_sub, "measure", "measure achievable copy bandwidth and matmul peaks on this GPU (needs torch)",
-             cmd_measure, "ceilings")
+             cmd_measure, "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml")
     m.add_argument("--out", default="measured-ceilings.yaml", type=T.path, help="the YAML file to write")
     m.add_argument("--hw", help="key for the measured entry (default: from the GPU name)")
 

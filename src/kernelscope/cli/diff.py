@@ -14,6 +14,7 @@ from .output import _show, _ticker, emit
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """diff: the two sides, the selection and ceilings, the gates."""
     di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
+              "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
               extra="Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
                     "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
                     "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"

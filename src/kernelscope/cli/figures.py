@@ -13,11 +13,13 @@ from .output import _ticker, say
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """report, then roofline."""
-    r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report)
+    r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report,
+             "kernelscope report bundles/gemm --out report.html")
     _figure_options(r, "the HTML file to write (e.g. report.html)")
     r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
 
-    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline)
+    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline,
+              "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf")
     _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
 
 

@@ -13,7 +13,8 @@ from .output import _show, _ticker, _width, emit
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """join: the ncu inputs, then the profiles that rank them."""
-    jo = _sub(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join)
+    jo = _sub(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join,
+              "kernelscope join bundles/gemm bundles/attn --nsys kern_sum.csv --format markdown")
     _reading(jo, note=" (a source column tells them apart)", alias="--ncu")
     jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output: ranks "
                                                 "the kernels")
