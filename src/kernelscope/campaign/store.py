@@ -8,6 +8,7 @@ points elsewhere would be read, written or moved as if it were the campaign's.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,40 @@ from ..errors import InputError, KernelscopeError
 from ..files import load_json, load_yaml, write_file
 from ..typed import TypeProblem
 
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One field of a campaign's config.yaml: what it holds, who reads it, what it means, and whether
+    the first import writes it (as `empty`). docs/reference.md's table is generated from these."""
+
+    name: str
+    holds: str
+    read_by: str
+    meaning: str
+    writes: bool = True
+    empty: Any = None
+
+
+# the context fields the first import writes, each null until someone fills it
+CONTEXT_FIELDS = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload")
+CONFIG_FIELDS: tuple[ConfigField, ...] = (
+    ConfigField("slug", "text", "nothing", "the campaign's name, written by the first import"),
+    ConfigField("context", "map of field: text (no maps or lists); the first import writes "
+                + ", ".join(f"`{f}`" for f in CONTEXT_FIELDS) + ", all null",
+                "render (the HTML header; a command line in it is masked as every command is), export "
+                "(`context_<field>` columns), check (`model`, where a cell's manifest does not record one)",
+                "what the campaign measured; any other field is kept and exported too",
+                empty=dict.fromkeys(CONTEXT_FIELDS)),
+    ConfigField("focus", "anything", "nothing", "the team's note of what the campaign is after"),
+    ConfigField("krhpa", "map: `candidate` and `baseline`, each `name` (non-empty text) and `K`, `R`, `H`, `P`, `A` "
+                "(integers 1..4; booleans are not integers)", "check",
+                "required (checked) in an L4 campaign; see [Glossary](#glossary)", writes=False),
+    ConfigField("comparisons", "list of maps, each `baseline` and `candidate` (cell ids, text)", "check",
+                "pairs whose arms must share device (`hw_key`, GPU name), metric set, model and shapes", empty=[]),
+    ConfigField("claims", "list of maps, each `cell` (a cell id, text) and optionally `pct_sol` (a number, not a "
+                "boolean)", "check", "a claimed roof % for a cell; it must rest on measured kernels. kernelscope "
+                "does not compare the number with the cell's figures", empty=[]),
+)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 CELL_FILE = "ncu_kernels.json"
 CELL_LIMIT = 256 << 20  # bytes of one ncu_kernels.json: ~13 KB a launch, so some 20,000 launches
@@ -80,9 +115,7 @@ def ensure_config(root: Path, slug: str) -> Path:
     """A new campaign gets a config whose context fields say unknown until someone fills them."""
     path = in_campaign(root, slug, "config.yaml")
     if not path.exists():
-        fields = ("model", "hardware", "quantisation", "parallelism", "serving_config", "workload")
-        doc: dict[str, Any] = {"slug": slug, "context": dict.fromkeys(fields), "focus": None, "comparisons": [],
-                               "claims": []}
+        doc = {**{f.name: f.empty for f in CONFIG_FIELDS if f.writes}, "slug": slug}
         write_file(yaml.safe_dump(doc, sort_keys=False), path)
     return path
 
