@@ -191,6 +191,15 @@ def sources_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+def config_markdown() -> str:
+    """The campaign config.yaml's fields (campaign.store.CONFIG_FIELDS)."""
+    from kernelscope.campaign.store import CONFIG_FIELDS
+
+    out = ["| field | type | read by | meaning |", "|---|---|---|---|"]
+    out += [f"| `{f.name}` | {_cell(f.holds)} | {_cell(f.read_by)} | {_cell(f.meaning)} |" for f in CONFIG_FIELDS]
+    return "\n".join(out) + "\n"
+
+
 def levers_markdown() -> str:
     """Every lever rule in the order levers() weighs them, with who can pull its family."""
     from kernelscope.analysis import levers as L
@@ -210,6 +219,7 @@ GENERATED: dict[tuple[str, str], Callable[[], str]] = {
     ("reference.md", "verbs"): verbs_markdown,
     ("reference.md", "columns"): columns_markdown,
     ("reference.md", "sources"): sources_markdown,
+    ("reference.md", "config"): config_markdown,
     ("explanation.md", "levers"): levers_markdown,
 }
 

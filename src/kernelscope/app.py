@@ -442,13 +442,28 @@ def prepare(plan: CapturePlan, allow_unscoped: bool, force: bool) -> tuple[Captu
     return plan, findings
 
 
+def multiplex_line(plan: CapturePlan) -> str:
+    """What a multiplexed capture costs, as a dry run shows it before the argv."""
+    from .ncu import multiplex
+
+    groups = multiplex.groups(plan.addons)
+    more = sorted({multiplex.PASSES_ALONE[g[1]] for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE})
+    replayed = sum(1 for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE)
+    runs = len(plan.units())
+    return (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a kernel "
+            f"and group, {plan.launch_count} launch(es) each: {runs} runs, {runs * plan.launch_count} profiled "
+            f"launches, each of one pass but {replayed} group(s) a kernel of a counter that takes "
+            f"{'-'.join(map(str, more[::max(1, len(more) - 1)])) or 0} passes even alone (the whole list replayed: "
+            "12 passes on one launch)")
+
+
 def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:
     """The exact argv of every ncu run, one per line, shell-quoted for reading only (secrets masked)."""
     from .capture.bundle import report_stem
     from .ncu.argv import capture_argv
 
     env = " ".join(shlex.quote(a) for a in redact.argv([f"{k}={v}" for k, v in plan.env]))
-    lines = []
+    lines = [multiplex_line(plan)] if plan.multiplex else []
     for unit in plan.units():
         argv = capture_argv(plan, unit, str(out / f"{report_stem(unit.label, unit.index)}.ncu-rep"), ncu)
         lines.append((f"env {env} " if env else "") + shlex.join(redact.argv(argv)))

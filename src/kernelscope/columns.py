@@ -202,7 +202,8 @@ RECORD: tuple[Column, ...] = (
     Column("notes", "list", "", "how figures were derived where it matters", lambda r: list(r.notes),
            nullable=False),
     Column("sources", "map", "", "figures read from another source than their first in the catalogue "
-           "(catalogue.FIGURES), and how: a figure not listed came from its first source", _map("sources"),
+           "(catalogue.FIGURES), and how: a figure not listed came from its first source; for a multiplexed launch, "
+           "every figure, with the launch it came from", _map("sources"),
            keys=tuple((f, "text") for f in C.FIGURE_NAMES)),
 )
 PLACED: tuple[Column, ...] = (
@@ -260,8 +261,10 @@ PLACED: tuple[Column, ...] = (
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
     Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "
-           "it: ncu_version, metric_set, clock_control (null: not given, ncu's default); null when its input records "
-           "none (a CSV export)", lambda a: None if a.capture is None else _fields(a.capture), keys=_keys_of(Capture)),
+           "it: ncu_version, metric_set, clock_control (null: not given, ncu's default), graph_profiling, multiplexed "
+           "(capture --multiplex: its figures from several launches, one counter group each, none replayed); null "
+           "when its input records none (a CSV export)", lambda a: None if a.capture is None else _fields(a.capture),
+           keys=_keys_of(Capture)),
     Column("unmeasured", "list", "", "figures whose counters were not collected", unmeasured_of, nullable=False),
 )
 COLUMNS: tuple[Column, ...] = RECORD + PLACED

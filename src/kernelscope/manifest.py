@@ -46,6 +46,7 @@ class Scoping:
     # serving (vLLM's POST /start_profile opened the window after warm-up), profiler-range (the program's own
     # cudaProfilerStart/Stop); None: not recorded (an older bundle)
     window: str | None = None
+    multiplex: bool = False  # capture --multiplex: one counter group a run, merged across launches on read
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class CaptureRecord:
     error: str | None = None  # why this run failed (the bundle keeps the runs that worked)
     causes: tuple[str, ...] = ()  # diagnosis codes, e.g. filter-matched-nothing
     window: str | None = None  # where this run's launches come from (Scoping.window), every launch of its report
+    group: int | None = None  # capture --multiplex: the counter group this run collected (ncu/multiplex.py)
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,10 @@ class BundleManifest:
         return self.scoping.graph_profiling
 
     @property
+    def multiplexed(self) -> bool:
+        return self.scoping.multiplex
+
+    @property
     def shapes(self) -> str | None:
         """What the capture ran: the harness's analytic description, else the program's command."""
         return (self.analytic.describe if self.analytic else None) or " ".join(self.target) or None
@@ -200,6 +206,10 @@ class ReportManifest:
     @property
     def shapes(self) -> str | None:
         return None  # a report records no shapes: its command line (target) may be any script's
+
+    @property
+    def multiplexed(self) -> bool:
+        return False  # a bare report is one capture: its launches' counters are their own
 
     @property
     def graph_profiling(self) -> str | None:

@@ -58,6 +58,21 @@ class RuleResult:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One launch a multiplexed launch's counters came from (capture --multiplex: one counter group a
+    launch of the same kernel, ingest/multiplexed.py merges them): which group, which launch, what it
+    gave, and why it was not merged when it was not."""
+
+    group: int  # the counter group (ncu/multiplex.py), 1-based
+    launch_id: int
+    report: str
+    duration_ns: float | None
+    counters: tuple[str, ...]  # the counters it holds besides those every launch holds
+    passes: int | None  # ncu's passes for it: 1 is no replay; None: not recorded
+    refused: str | None = None  # why its counters were left out: another grid, block or duration
+
+
+@dataclass(frozen=True)
 class RawKernel:
     """One profiled kernel launch as a reader found it: identity plus metrics in base units.
 
@@ -77,6 +92,8 @@ class RawKernel:
     out_of_range: tuple[str, ...] = ()  # counters whose value was out of range (in_range): left out of metrics
     code_file: str | None = None  # the source file of its first instruction, where the report has line info
     workload: Workload = "kernel"  # what the result is: one kernel launch, or (--graph-profiling graph) a whole graph
+    parts: tuple[Part, ...] = ()  # a multiplexed launch's launches, one counter group each; () for any other
+    notes: tuple[str, ...] = ()  # what its reader knows that its counters do not say (a multiplexed merge's gaps)
 
 
 @dataclass(frozen=True)
@@ -199,6 +216,7 @@ class Capture:
     metric_set: str  # "roofline+stalls", "basic", "detailed", "custom", ...
     clock_control: str | None  # ncu's --clock-control; None: not given (ncu's default) or not recorded
     graph_profiling: str | None = None  # ncu's --graph-profiling (graph: whole graphs, other launches' times unsound)
+    multiplexed: bool | None = None  # capture --multiplex: its figures from several launches, none replayed
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import catalogue as C
-from ..model import OUT_OF_RANGE, KernelRecord, RawKernel, TensorPath, all_in_range, in_range
+from ..model import OUT_OF_RANGE, KernelRecord, Part, RawKernel, TensorPath, all_in_range, in_range
 
 
 def arch(m: Mapping[str, float]) -> C.Arch:
@@ -34,9 +34,10 @@ class Figures:
     not_applicable: frozenset[str]
 
 
-def evaluate(m: Mapping[str, float], names: C.Arch) -> Figures:
+def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | None = None) -> Figures:
     """Each figure from the first of its sources (for this architecture) whose counters and figures are
-    all present and whose formula can tell (catalogue.FIGURES); derive nulls those out of range."""
+    all present and whose formula can tell (catalogue.FIGURES); derive nulls those out of range.
+    `used`, when given, is told the source each figure came from (a multiplexed launch's attribution)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     na: set[str] = set()
@@ -52,6 +53,8 @@ def evaluate(m: Mapping[str, float], names: C.Arch) -> Figures:
                     break
                 if value is not None:
                     values[fig.name] = value
+                    if used is not None:
+                        used[fig.name] = src
                     if not first:
                         sources[fig.name] = src.label
                     break
@@ -163,13 +166,52 @@ def _check_range(figures: dict[str, Any], notes: list[str]) -> None:
             figures[name] = None
 
 
+def _launch_of(raw: RawKernel, figs: Figures, used: Mapping[str, C.Source]) -> tuple[list[str], dict[str, str]]:
+    """A multiplexed launch's notes, and each figure's launch: the launches whose counters its source
+    read (through the figures it reads); one read only from what every launch holds (launch
+    attributes, the median duration) is from every launch."""
+    owner = {c: p for p in raw.parts if p.refused is None for c in p.counters}
+
+    def parts(fig: str) -> set[Part]:
+        found: set[Part] = set()
+        for n in used[fig].needs:
+            found |= parts(n) if n in used else {owner[n]} if n in owner else set()
+        return found
+
+    sources = {}
+    for fig, src in used.items():
+        ps = sorted(parts(fig), key=lambda p: p.group)
+        where = ", ".join(f"launch {p.launch_id} (group {p.group})" for p in ps) or "every launch"
+        sources[fig] = where + (f": {src.label}" if fig in figs.sources else "")
+    merged = [p for p in raw.parts if p.refused is None]
+    times = [p.duration_ns for p in merged if p.duration_ns is not None]
+    ids = {p.launch_id for p in merged}
+    where = (f"launch {ids.pop()} of each group's run" if len(ids) == 1
+             else ", ".join(f"group {p.group}: launch {p.launch_id}" for p in merged))
+    replayed = [p for p in merged if p.passes is not None and p.passes > 1]
+    how = "none replayed" if not replayed else (
+        f"{len(replayed)} replayed (group " + ", ".join(f"{p.group}: {p.passes} passes" for p in replayed)
+        + "; a counter that takes more than one pass even alone)")
+    notes = [f"multiplexed: {len(merged)} launches of this kernel, one counter group each ({where}), {how}"
+             + (f"; duration_ns is their median ({min(times) / 1e3:,.2f}-{max(times) / 1e3:,.2f} µs)" if times else "")
+             + "; `sources` names the launch each figure came from"]
+    notes += [f"multiplexed: group {p.group}'s launch {p.launch_id} not merged: {p.refused}; its {len(p.counters)} "
+              "counters left out, so the figures they feed are unmeasured" for p in raw.parts if p.refused]
+    return notes, sources
+
+
 def derive(raw: RawKernel) -> KernelRecord:
     m = raw.metrics
     names = arch(m)
-    figs = evaluate(m, names)
+    used: dict[str, C.Source] | None = {} if raw.parts else None
+    figs = evaluate(m, names, used)
     v = figs.values
     get = v.get
     flops, missing, notes = flops_by_precision(figs, names)
+    sources, said = figs.sources, list[str]()
+    if used is not None:
+        said, sources = _launch_of(raw, figs, used)
+    notes = [*said, *raw.notes, *notes]
     if flops is not None and missing:
         notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
     duration, dram = get("duration_ns"), get("dram_bytes")
@@ -223,5 +265,5 @@ def derive(raw: RawKernel) -> KernelRecord:
     return KernelRecord(source=raw.source, launch_id=raw.launch_id, name=raw.name, name_full=raw.name_full,
                         device=raw.device, grid=raw.grid, block=raw.block, **figures, ncu_rules=raw.rules,
                         code_file=raw.code_file, workload=raw.workload, unmeasured=unmeasured, notes=tuple(notes),
-                        sources=figs.sources,
+                        sources=sources,
                         metrics=m)

@@ -85,7 +85,8 @@ def contexts(paths: Inputs) -> dict[Path, Recorded]:
 
 
 def capture_of(m: Recorded) -> Capture:
-    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control, m.graph_profiling)
+    return Capture(m.ncu.version if m.ncu else None, m.metric_sets, m.clock_control, m.graph_profiling,
+                   m.multiplexed)
 
 
 @dataclass(frozen=True)

@@ -73,13 +73,14 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
     argv = capture_argv(plan, unit, remote, ctx.ncu.path)
     shown = [a.replace(str(stage), "<bundle>") for a in argv]  # redacted with the manifest
     env = {**os.environ, **dict(plan.env)}
-    progress(f"ncu {unit.kernel_filter or 'all kernels'} ({unit.index}/{len(plan.units())})")
+    group = f", counter group {unit.group}" if unit.group is not None else ""
+    progress(f"ncu {unit.kernel_filter or 'all kernels'}{group} ({unit.index}/{len(plan.units())})")
     outcome = transport.capture(argv, remote, local, env, timeout, progress)
     (stage / f"{stem}.log").write_text(redact.text(outcome.output, secrets))
     profiled = tuple(PROFILED.findall(outcome.output))
     base = CaptureRecord(kernel_filter=unit.kernel_filter, kernels=unit.kernels, report=None, ncu_argv=tuple(shown),
                          exit_code=outcome.exit_code, passes=tuple(int(p) for p in PASSES.findall(outcome.output)),
-                         profiled=profiled, wall_s=round(outcome.wall_s, 2), window=plan.window)
+                         profiled=profiled, wall_s=round(outcome.wall_s, 2), window=plan.window, group=unit.group)
     if not outcome.complete:
         found = diagnose(outcome.output, plan.target, transport.gpu_facts().driver_cuda_version, ctx.app_cuda,
                          unit.kernel_filter, plan.launch_skip)
@@ -154,7 +155,8 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             scoping=Scoping(kernels=plan.kernels, launch_skip=plan.launch_skip, launch_count=plan.launch_count,
                             replay_mode=plan.replay_mode, graph_profiling=plan.graph_profiling,
                             target_processes=plan.target_processes, clock_control=plan.clock_control,
-                            filter_mode=plan.filter_mode, name_base=plan.name_base, window=plan.window),
+                            filter_mode=plan.filter_mode, name_base=plan.name_base, window=plan.window,
+                            multiplex=plan.multiplex),
             env_keys_set=tuple(sorted(k for k, _ in plan.env)),
             started_at=started,
             finished_at=_now(),

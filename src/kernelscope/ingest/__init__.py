@@ -22,7 +22,7 @@ from ..files import MAX_INPUT_BYTES, open_input
 from ..manifest import BundleManifest, GpuFacts, NcuFacts, ReportManifest
 from ..model import RawKernel
 from ..ncu import cmdline, metric_sets
-from . import csv_pages, ncu_rep, session
+from . import csv_pages, multiplexed, ncu_rep, session
 from .detect import sniff
 from .parts import NO_LAUNCHES
 
@@ -102,10 +102,16 @@ def plain(path: Path, shown: str) -> Iterator[tuple[Path, str]]:
 
 def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKernel]:
     """Every launch in one file, streamed; an empty file, or one that yields no launch, is an error.
-    `sized`: told how many launches a report holds before the first is read (progress)."""
+    `sized`: told how many launches a report holds before the first is read (progress). A
+    multiplexed bundle (expand gives its directory) is read whole: its launches merged."""
     shown = str(path)
     count = 0
     try:
+        if path.is_dir():
+            manifest = bundle_manifest(path)
+            assert manifest is not None and manifest.multiplexed, path  # expand gives no other directory
+            yield from multiplexed.read(manifest, bundle_reports(path), iter_file)
+            return
         with plain(path, shown) as (file, kind):
             for raw in _read_plain(file, shown, kind, sized):
                 count += 1
@@ -239,7 +245,9 @@ def expand(paths: Inputs) -> list[Path]:
     for path in input_paths(paths):
         try:
             if path.is_dir():
-                found = bundle_reports(path)
+                manifest = bundle_manifest(path)
+                # a multiplexed bundle is read whole (iter_file): its runs' launches are merged
+                found = bundle_reports(path) if manifest is None or not manifest.multiplexed else [path]
             elif path.exists() or path.is_symlink():
                 found = [path]
             else:

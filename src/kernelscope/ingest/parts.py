@@ -99,6 +99,8 @@ def split(path: Path, part_bytes: int, jobs: int) -> Split | None:
     """A plain raw-page CSV of more than two parts' bytes of launch rows, whose header and units
     rows are a line each, cut at line starts into parts of about `part_bytes`; a plain report of at
     least two REPORT_PARTs of launches, one part a job; None for any other input, read whole."""
+    if path.is_dir():
+        return None  # a multiplexed bundle, read whole (ingest.iter_file)
     with open_input(path, what="report") as fh:
         kind = sniff(fh.read(4096))
     if kind == "ncu-rep":

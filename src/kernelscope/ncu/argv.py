@@ -11,10 +11,12 @@ from .plan import CapturePlan, CaptureUnit
 LIST_ONLY_FILTER = "kernelscope-list-only-matches-nothing"
 
 
-def metric_args(plan: CapturePlan) -> list[str]:
+def metric_args(plan: CapturePlan, unit: CaptureUnit | None = None) -> list[str]:
+    """What ncu collects: ncu's set, or our list and its sections; a multiplexed unit's one group
+    and the sections (which add no pass)."""
     if plan.metric_set != "roofline":
         return ["--set", plan.metric_set]
-    args = ["--metrics", ",".join(metric_list(plan.addons))]
+    args = ["--metrics", ",".join(unit.metrics if unit is not None and unit.metrics else metric_list(plan.addons))]
     for section in sections(plan.addons):
         args += ["--section", section]
     return args
@@ -26,7 +28,7 @@ def capture_argv(plan: CapturePlan, unit: CaptureUnit, report: str, ncu: str = "
     if plan.attach is None:  # ncu 2025.3.1: "Invalid option --target-processes specified for --mode attach"
         argv += ["--target-processes", plan.target_processes]
     argv += ["--replay-mode", plan.replay_mode, "--graph-profiling", plan.graph_profiling,
-             "-f", "-o", report.removesuffix(".ncu-rep"), *metric_args(plan)]
+             "-f", "-o", report.removesuffix(".ncu-rep"), *metric_args(plan, unit)]
     if plan.filter_mode != "global":
         argv += ["--filter-mode", plan.filter_mode]
     if not plan.profile_from_start:

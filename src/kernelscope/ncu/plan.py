@@ -54,6 +54,8 @@ class CaptureUnit:
     kernel_filter: str | None
     launch_count: int
     kernels: tuple[str, ...]
+    group: int | None = None  # multiplexed: the counter group this run collects (ncu/multiplex.py), 1-based
+    metrics: tuple[str, ...] = ()  # multiplexed: that group's counters, instead of the plan's list
 
     @property
     def label(self) -> str | None:
@@ -82,13 +84,21 @@ class CapturePlan:
     name_base: NameBase = "demangled"
     window: str = "start"  # start: launches counted from the process's start; serving: only serving traffic
     one_session: bool = False  # all kernels in one filter (one wrapped pod: one ncu, one model load)
+    multiplex: bool = False  # one counter group a run, each on its own launches: no launch replayed
     notes: tuple[str, ...] = field(default=())
 
     def with_notes(self, *notes: str) -> CapturePlan:
         return replace(self, notes=self.notes + notes)
 
     def units(self) -> tuple[CaptureUnit, ...]:
-        """One run per kernel, or one run whose filter covers them all with a count for each."""
+        """One run per kernel, or one run whose filter covers them all with a count for each; when
+        multiplexed, one run per kernel and counter group, each on the next launches of its kernel."""
+        if self.multiplex:
+            from .multiplex import groups
+
+            runs = [(k, g, metrics) for k in self.kernels for g, metrics in enumerate(groups(self.addons), 1)]
+            return tuple(CaptureUnit(i, unit_filter(k, self.name_base), self.launch_count, (k,), g, metrics)
+                         for i, (k, g, metrics) in enumerate(runs, 1))
         if not self.kernels:
             return (CaptureUnit(1, None, self.launch_count, ()),)
         if self.one_session and len(self.kernels) > 1:
@@ -121,6 +131,8 @@ def validate(plan: CapturePlan, policy: Policy, allow_unscoped: bool = False, fo
     """Refuse what would hurt a serving process or produce an unusable report."""
     for kernel in plan.kernels:
         check_kernel(kernel)
+    if plan.multiplex:
+        _multiplexable(plan)
     if plan.metric_set not in policy.sets:
         raise PlanError(f"{policy.name} target: --set {plan.metric_set} not allowed (use {' or '.join(policy.sets)})")
     for addon in plan.addons:
@@ -138,6 +150,27 @@ def validate(plan: CapturePlan, policy: Policy, allow_unscoped: bool = False, fo
                         "each launch is replayed many times"
                         + ("; pass --force if the process can take it" if policy.forceable else ""))
     return plan
+
+
+def _multiplexable(plan: CapturePlan) -> None:
+    """--multiplex collects our roofline list (and the stall add-on) one group a launch: ncu's sets
+    and sections are not groups, and one session over all kernels collects one list."""
+    from .multiplex import ALLOWED_ADDONS
+
+    if plan.metric_set != "roofline":
+        raise PlanError(f"--multiplex collects the roofline list one counter group a launch; --set {plan.metric_set} "
+                        "is ncu's own set, collected whole (replayed)")
+    if any(a not in ALLOWED_ADDONS for a in plan.addons):
+        raise PlanError(f"--multiplex with --add {', '.join(a for a in plan.addons if a not in ALLOWED_ADDONS)}: only "
+                        f"{', '.join(ALLOWED_ADDONS)} is counters that split into one-pass groups (sol and nvlink "
+                        "are ncu sections)")
+    if not plan.kernels:
+        raise PlanError("--multiplex needs --kernel: each group is collected on launches of the same kernel")
+    if plan.one_session:
+        raise PlanError("--multiplex needs one ncu session a counter group; this capture runs one session for all "
+                        "(a wrapped sister pod): use --strategy attach")
+    if plan.replay_mode != "kernel":
+        raise PlanError("--multiplex replays nothing: --replay-mode application reruns the program per pass")
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
@@ -173,6 +206,9 @@ def one_session(plan: CapturePlan, why: str) -> CapturePlan:
     """All kernels through one ncu session: a wrapped sister pod runs one ncu over one model load.
     (Attach needs no such merging: a launched process takes sequential attach sessions, one per
     kernel, measured with ncu 2025.3.1: docs/hopper-measurements.md, "Attach sessions".)"""
+    if plan.multiplex:
+        raise PlanError(f"{why}: one ncu session for the whole capture, and --multiplex needs one a counter group: "
+                        "use --strategy attach")
     if len(plan.kernels) < 2:
         return plan
     return replace(plan, one_session=True).with_notes(

@@ -132,6 +132,11 @@ def judgement(a: Assessment) -> list[tuple[str, str]]:
     if a.ncu.rules:
         out.append(("ncu rules fired", ", ".join(a.ncu.rules)))
     out.append(("code", f"{p.family} ({p.kind}{', warp-specialised' if p.warp_specialised else ''}): {p.evidence}"))
+    if a.capture is not None and a.capture.multiplexed:
+        said = "multiplexed: "
+        out += [("multiplexed", n.removeprefix(said)) for n in a.record.notes if n.startswith(said)]
+        decided = ("duration_ns", "flops.", "dram_bytes", "sm_clock_hz", "tensor_pipe_active_pct")  # the roofline's
+        out += [("figure from", f"{fig}: {how}") for fig, how in a.record.sources.items() if fig.startswith(decided)]
     return out
 
 
@@ -212,7 +217,7 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
 
 def bound_notes(rows: Sequence[Ranked]) -> list[str]:
     """What the table's bound column cannot say by itself: which kernels are provisional or
-    unmeasured, and why (what their reports lack), one line a reason."""
+    unmeasured, and why (what their reports lack), one line a reason; which are multiplexed."""
     out = []
     for label, which in (("provisional (bound?)", "provisional"), ("unmeasured", "unmeasured")):
         reasons: dict[str, list[str]] = {}
@@ -222,6 +227,11 @@ def bound_notes(rows: Sequence[Ranked]) -> list[str]:
         for why, ranks in reasons.items():
             out.append(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: {why}, so no "
                        "%SoL; --details says what would settle it")
+    multi = [f"#{r.rank}" for r in rows if r.lead.capture is not None and r.lead.capture.multiplexed]
+    if multi:
+        out.append(f"multiplexed for {', '.join(multi[:10])}{' …' if len(multi) > 10 else ''}: each figure from one of "
+                   "several launches of the kernel, one counter group a launch, none replayed; --details names the "
+                   "launch of each")
     return out
 
 

@@ -1,0 +1,91 @@
+"""A multiplexed bundle's launches merged back (capture --multiplex): each run collected one counter
+group on its own launches of a kernel, none replayed; the n-th launch of each group together make
+one launch with every group's counters, and each figure says which launch it came from.
+
+Merged only where the launches did the same work: the same grid and block, and a duration within
+DURATION_SPREAD_PCT of the first group's launch (the reference). A launch outside that is not
+merged: its group's counters stay out, so the figures they feed are unmeasured, with the reason.
+The merged launch's duration is the median of the merged launches' (each group measures it).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from .. import catalogue
+from ..manifest import BundleManifest
+from ..model import Part, RawKernel
+
+# Launches of one kernel in steady state vary this much and still count as the same work: measured on
+# the H200 (docs/hopper-measurements.md, "Multiplexed capture"): the toy's launches across 12 groups
+# spread under 2 %, vLLM decode kernels' launch-to-launch under 5 %
+DURATION_SPREAD_PCT = 10.0
+
+
+def _refusal(raw: RawKernel, ref: RawKernel) -> str | None:
+    """Why `raw` is not the same work as the reference launch, or None."""
+    if (raw.grid, raw.block) != (ref.grid, ref.block):
+        return f"grid {raw.grid} block {raw.block}, the reference launch ran grid {ref.grid} block {ref.block}"
+    d, r = raw.metrics.get(catalogue.DURATION), ref.metrics.get(catalogue.DURATION)
+    if d is None or r is None:
+        return "its duration was not collected, so it cannot be known to be the same work"
+    if r > 0 and abs(d - r) / r * 100 > DURATION_SPREAD_PCT:
+        return (f"ran {d / 1e3:,.2f} µs against the reference launch's {r / 1e3:,.2f} µs ({(d - r) / r * 100:+.1f} %, "
+                f"over the {DURATION_SPREAD_PCT:g} % two launches of one kernel may differ)")
+    return None
+
+
+def merge(launches: Sequence[tuple[int, int | None, RawKernel]]) -> RawKernel:
+    """One launch from the n-th launch of each group: (group, ncu's passes for it, launch). The first
+    is the reference; a counter every merged launch holds (the duration, launch attributes) is the
+    reference's, but the duration, which is their median."""
+    ref = launches[0][2]
+    common = set(ref.metrics).intersection(*(raw.metrics for _, _, raw in launches))
+    metrics = dict(ref.metrics)
+    parts = []
+    kept = []
+    for group, passes, raw in launches:
+        why = None if raw is ref else _refusal(raw, ref)
+        own = tuple(sorted(set(raw.metrics) - common))
+        parts.append(Part(group, raw.launch_id, raw.source, raw.metrics.get(catalogue.DURATION), own, passes, why))
+        if why is None:
+            kept.append(raw)
+            for name in own:
+                metrics.setdefault(name, raw.metrics[name])
+    times = [t for raw in kept if (t := raw.metrics.get(catalogue.DURATION)) is not None]
+    if times:
+        metrics[catalogue.DURATION] = statistics.median(times)
+    rules = tuple(dict.fromkeys(r for raw in kept for r in raw.rules))
+    return replace(ref, metrics=metrics, rules=rules, parts=tuple(parts),
+                   out_of_range=tuple(dict.fromkeys(n for raw in kept for n in raw.out_of_range)))
+
+
+def read(manifest: BundleManifest, reports: Sequence[Path],
+         read_report: Callable[[Path], Iterator[RawKernel]]) -> Iterator[RawKernel]:
+    """The bundle's launches merged: its reports (in its manifest's order, one a run) read with
+    `read_report`, the n-th launch of a kernel in each group's run merged, kernels in the order
+    they first appear. A group that collected no launch of a kernel (a filter whose launches went to
+    another kernel) is said in the merged launch's notes."""
+    runs = [c for c in manifest.captures if c.report is not None]
+    by_kernel: dict[str, dict[int, list[tuple[int | None, RawKernel]]]] = {}
+    for run, path in zip(runs, reports, strict=True):
+        group = run.group if run.group is not None else 0
+        for i, raw in enumerate(read_report(path)):
+            passes = run.passes[i] if i < len(run.passes) else None
+            by_kernel.setdefault(raw.name_full, {}).setdefault(group, []).append((passes, raw))
+    planned = sorted({c.group for c in manifest.captures if c.group is not None})
+    for groups in by_kernel.values():
+        missing = [g for g in planned if g not in groups]
+        for n in range(max(map(len, groups.values()))):
+            launches = [(g, *groups[g][n]) for g in sorted(groups) if n < len(groups[g])]
+            merged = merge(launches)
+            absent = missing + [g for g in sorted(groups) if n >= len(groups[g])]
+            if absent:
+                merged = replace(merged, notes=(*merged.notes, (
+                    f"multiplexed: counter group(s) {', '.join(map(str, sorted(absent)))} collected no launch of this "
+                    "kernel (their runs' launches went to another kernel the filter matched): the figures they feed "
+                    "are unmeasured; an exact --kernel name collects every group on the same kernel")))
+            yield merged

@@ -1,0 +1,147 @@
+"""capture --multiplex: the roofline list one counter group a launch, none replayed (ncu/multiplex.py),
+and the launches merged back on read (ingest/multiplexed.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import kernelscope
+import kernelscope.manifest
+from kernelscope import catalogue
+from kernelscope.analysis.derive import derive
+from kernelscope.cli import main
+from kernelscope.errors import PlanError
+from kernelscope.ingest import multiplexed as multiplexed_ingest
+from kernelscope.model import Assessment
+from kernelscope.ncu import multiplex
+from kernelscope.ncu.argv import capture_argv
+from kernelscope.ncu.metric_sets import metric_list
+from kernelscope.ncu.plan import POLICIES, CapturePlan, one_session, validate
+
+
+def test_the_groups_cover_the_list_once_each_with_the_duration_in_every_one() -> None:
+    for addons in ((), ("stalls",)):
+        groups = multiplex.groups(addons)  # type: ignore[arg-type]
+        assert all(g[0] == catalogue.DURATION for g in groups)
+        counters = [m for g in groups for m in g[1:]]
+        assert sorted(counters) == sorted(set(metric_list(addons)) - {catalogue.DURATION})  # type: ignore[arg-type]
+
+
+def test_a_multiplexed_plan_runs_each_group_on_each_kernel_with_its_own_list() -> None:
+    plan = CapturePlan(kernels=("fma_loop", "copy"), launch_skip=5, multiplex=True, target=("/tmp/toy", "60"))
+    units = plan.units()
+    groups = multiplex.groups()
+    assert [(u.kernels, u.group) for u in units] == [((k,), g) for k in ("fma_loop", "copy")
+                                                     for g in range(1, len(groups) + 1)]
+    for u in units:
+        argv = capture_argv(plan, u, "/b/r.ncu-rep")
+        assert argv[argv.index("--metrics") + 1] == ",".join(groups[u.group - 1])  # type: ignore[operator]
+        assert argv.count("--section") == 2 and "--set" not in argv  # Occupancy, LaunchStats: no pass
+        assert argv[argv.index("--launch-skip") + 1] == "5" and argv[argv.index("--launch-count") + 1] == "1"
+
+
+@pytest.mark.parametrize("change,said", [
+    ({"metric_set": "full"}, "--set full is ncu's own set"),
+    ({"addons": ("sol",)}, "--multiplex with --add sol"),
+    ({"kernels": ()}, "--multiplex needs --kernel"),
+    ({"replay_mode": "application"}, "--replay-mode application reruns the program"),
+])
+def test_what_cannot_be_multiplexed_is_refused_with_the_reason(change: dict[str, object], said: str) -> None:
+    plan = CapturePlan(**{"kernels": ("fma_loop",), "multiplex": True, **change})  # type: ignore[arg-type]
+    with pytest.raises(PlanError, match=said.replace("-", r"\-").replace("(", r"\(")):
+        validate(plan, POLICIES["local"])
+
+
+def test_one_wrapped_session_cannot_be_multiplexed() -> None:
+    with pytest.raises(PlanError, match="use --strategy attach"):
+        one_session(CapturePlan(kernels=("a",), multiplex=True), "wrap")
+
+
+def test_the_dry_run_says_the_groups_and_the_cost(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["capture", "--kernel", "fma_loop", "--kernel", "copy", "--multiplex", "--dry-run",
+                 "--out", str(tmp_path / "b"), "--ncu", "/usr/bin/true", "--", "/tmp/toy", "60"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    n = len(multiplex.groups())
+    assert out[0] == (f"# multiplexed: {n} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a kernel "
+                      f"and group, 1 launch(es) each: {2 * n} runs, {2 * n} profiled launches, each of one pass but 14 "
+                      "group(s) a kernel of a counter that takes 3-5 passes even alone (the whole list replayed: 12 "
+                      "passes on one launch)")
+    assert len(out) == 1 + 2 * n and all(line.startswith("/usr/bin/true ") for line in out[1:])
+
+
+MUX = Path(__file__).parent / "fixtures" / "multiplex"  # captured on the H200: see its README
+TOY = ("copy",)  # bench/workloads/toy.cu's HBM-bound kernel
+captured = pytest.mark.skipif(not (MUX / "toy-multiplexed").is_dir(), reason="no multiplexed capture in fixtures")
+
+
+def _by_kernel(path: Path) -> dict[str, Assessment]:
+    items, _ = kernelscope.analyze([path])
+    return {a.record.name: a for a in items}
+
+
+@captured
+def test_a_multiplexed_bundle_reads_as_one_launch_a_kernel_from_every_group() -> None:
+    """Each toy kernel's groups (one ncu run each, one launch each, none replayed) merged into one
+    launch: marked multiplexed, every group's launch named, and each figure's launch in `sources`."""
+    runs = kernelscope.manifest.read(MUX / "toy-multiplexed" / "manifest.json").captures
+    groups = multiplex.groups()
+    assert [r.group for r in runs] == list(range(1, len(groups) + 1))
+    for r in runs:  # one pass, but a counter that takes more even alone: as measured
+        assert r.passes == (multiplex.PASSES_ALONE.get(groups[r.group - 1][-1], 1),), r  # type: ignore[operator]
+    got = _by_kernel(MUX / "toy-multiplexed")
+    assert sorted(got) == sorted(TOY)
+    for name, a in got.items():
+        assert a.capture is not None and a.capture.multiplexed
+        head = a.record.notes[0]
+        assert head.startswith(f"multiplexed: {len(groups)} launches of this kernel, one counter group each (launch 0 "
+                               "of each group's run), 14 replayed (group 4: 5 passes, 8: 3 passes, "), (name, head)
+        assert "; duration_ns is their median (131.01-134.37 µs)" in head
+        assert a.record.sources["duration_ns"] == "every launch"
+        assert a.record.sources["dram_bytes"] == "launch 0 (group 1)"  # dram__bytes_read/write: group 1
+        assert a.record.sources["l2_bytes"] == "launch 0 (group 2)"
+        # as the replayed capture of the same list: sm_busy_pct and memory_busy_pct are --add sol's
+        assert a.record.unmeasured == ("sm_busy_pct", "memory_busy_pct", "warp_stalls", "register_spill_pct")
+
+
+@captured
+def test_multiplexed_figures_match_the_replayed_capture_within_5_percent() -> None:
+    """The same kernels captured with every counter on one replayed launch: each figure of the
+    multiplexed capture within 5 % (or 1 point of a percent near 0), and the same verdict."""
+    replayed, multiplexed = _by_kernel(MUX / "toy-replayed"), _by_kernel(MUX / "toy-multiplexed")
+    for name in TOY:
+        r, m = replayed[name].record, multiplexed[name].record
+        for fig in ("duration_ns", "flops_total", "dram_bytes", "l2_bytes", "achieved_occupancy_pct",
+                    "sm_active_pct", "tensor_pipe_active_pct", "issue_active_pct", "dram_throughput_pct"):
+            a, b = getattr(r, fig), getattr(m, fig)
+            assert a is not None and b is not None, (name, fig)
+            assert b == pytest.approx(a, rel=0.05, abs=1.0 if fig.endswith("_pct") else 0), (name, fig, a, b)
+        assert replayed[name].bound == multiplexed[name].bound and replayed[name].limiter.key == \
+            multiplexed[name].limiter.key, name
+
+
+@captured
+def test_a_launch_that_did_other_work_is_not_merged_and_its_figures_stay_unmeasured() -> None:
+    """Another grid, or a duration past DURATION_SPREAD_PCT: that group's counters are left out,
+    with the reason, and the figures only they feed are unmeasured (never taken from other work)."""
+    from kernelscope.ingest import bundle_manifest, bundle_reports, iter_file
+
+    manifest = bundle_manifest(MUX / "toy-multiplexed")
+    assert manifest is not None
+    runs = [c for c in manifest.captures if c.report is not None]
+    launches = [(run.group or 0, 1, raw) for run, path in zip(runs, bundle_reports(MUX / "toy-multiplexed"),
+                                                              strict=True)
+                for raw in iter_file(path) if raw.name == "copy"]
+    l2 = next(i for i, (_, _, raw) in enumerate(launches) if catalogue.L2_BYTES in raw.metrics)
+    group, passes, raw = launches[l2]
+    for odd, said in ((replace(raw, grid="(1, 1, 1)"), "grid (1, 1, 1)"),
+                      (replace(raw, metrics={**raw.metrics, catalogue.DURATION: 2 * raw.metrics[catalogue.DURATION]}),
+                       "(+97.1 %, over the 10 % two launches of one kernel may differ)")):
+        merged = multiplexed_ingest.merge([*launches[:l2], (group, passes, odd), *launches[l2 + 1:]])
+        assert catalogue.L2_BYTES not in merged.metrics
+        rec = derive(merged)
+        assert rec.l2_bytes is None and "l2_bytes" in rec.unmeasured
+        assert any(n.startswith(f"multiplexed: group {group}'s launch {raw.launch_id} not merged: ") and said in n
+                   for n in rec.notes), rec.notes
