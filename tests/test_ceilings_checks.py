@@ -127,3 +127,31 @@ def test_ceilings_list_shows_each_peaks_clock(fx: Path, capsys: pytest.CaptureFi
     assert "clock MHz" in table[1] and "a peak with a clock is scaled to the clock each kernel ran at" in table[0]
     bf16_line = next(line for line in table if line.startswith("h200-measured.compute.bf16"))
     assert bf16_line.split()[1:4] == ["770.9", "TFLOP/s", "—"]  # measured: at no recorded clock
+
+
+def test_packaged_yaml_is_kept_parsed_beside_the_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ceilings table is parsed once and kept where Python keeps bytecode: a later run loads the
+    kept copy (PyYAML unused), a changed file is parsed again, a damaged copy is ignored, and
+    PYTHONDONTWRITEBYTECODE keeps nothing."""
+    from kernelscope import files
+
+    table = tmp_path / "table.yaml"
+    table.write_text("devices: {a: {name: A}}\n")
+    monkeypatch.setattr("sys.pycache_prefix", str(tmp_path / "pyc"))
+    monkeypatch.setattr("sys.dont_write_bytecode", True)
+    assert files.parse_packaged_yaml(table) == {"devices": {"a": {"name": "A"}}}
+    assert not (tmp_path / "pyc").exists()
+    monkeypatch.setattr("sys.dont_write_bytecode", False)
+    files.parse_packaged_yaml(table)
+    [kept] = (tmp_path / "pyc").rglob("*.marshal")
+
+    def no_yaml(*_: object, **__: object) -> None:
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as m:
+        m.setattr(yaml, "load", no_yaml)
+        assert files.parse_packaged_yaml(table) == {"devices": {"a": {"name": "A"}}}
+    table.write_text("devices: {b: {name: Bee}}\n")  # another size: mtimes may tie within a clock tick
+    assert files.parse_packaged_yaml(table) == {"devices": {"b": {"name": "Bee"}}}
+    kept.write_bytes(kept.read_bytes()[:5])
+    assert files.parse_packaged_yaml(table) == {"devices": {"b": {"name": "Bee"}}}

@@ -159,3 +159,15 @@ def test_a_directory_of_separate_reports_labels_each(fx: Path, tmp_path: Path) -
     res = cli("analyze", str(caps), str(fx / "bundle_attn_causal"))  # piped: nothing elided
     _, _, *rows = table_lines(res.stdout)
     assert sorted(r.split()[2] for r in rows) == ["bundle_attn_causal", "caps/g_rmin", "caps/gemm_bf16"]
+
+
+def test_json_inert_escapes_every_character_it_finds_past_its_byte_scan() -> None:
+    """json_inert's fast path (byte scans) lets through only text its regex finds nothing in: every
+    code point the regex escapes, beside a dash (a note's, which makes the text non-ASCII), is escaped."""
+    from kernelscope.report.text import _RAW_IN_JSON, json_inert
+
+    found = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000 and _RAW_IN_JSON.match(chr(c))]
+    assert len(found) == 42
+    for c in found:
+        assert json_inert(f'["a—{chr(c)}"]'.encode()) == f'["a—\\u{c:04x}"]'.encode()
+    assert json_inert('["a—b"]'.encode()) == '["a—b"]'.encode()

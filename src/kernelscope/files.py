@@ -9,12 +9,15 @@ import errno
 import functools
 import io
 import json
+import marshal
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
+from importlib.util import cache_from_source
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -292,13 +295,25 @@ def _plain_yaml(load: Callable[[], Any], shown: object, what: str) -> Any:
         raise InputError(shown, f"{what} nests too deeply") from exc
 
 
-def parse_packaged_yaml(text: str) -> Any:
+def parse_packaged_yaml(path: Path) -> Any:
     """YAML this package ships (the ceilings table, the kernel sets): trusted, so libyaml's C loader reads it
-    (~10x faster than the pure-Python loader every run paid) where PyYAML was built with it."""
+    (~10x faster than the pure-Python loader every run paid) where PyYAML was built with it; and kept, parsed,
+    where Python keeps the package's bytecode, as Python keeps a module's: importing PyYAML and parsing the
+    ceilings table cost every run ~40 ms, loading the kept copy ~1 ms."""
+    st = path.stat()
+    key = (st.st_mtime_ns, st.st_size)  # what a .pyc checks of its source
+    kept = Path(cache_from_source(f"{path}.py")).with_suffix(".marshal")  # __pycache__ or sys.pycache_prefix
+    with suppress(OSError, EOFError, ValueError, TypeError):  # none kept, or one that is not whole
+        found, doc = marshal.loads(kept.read_bytes())
+        if found == key:
+            return doc
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, on our own file
+    doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - ours
+    if not sys.dont_write_bytecode:  # PYTHONDONTWRITEBYTECODE, -B: nothing written, as for bytecode
+        with suppress(KernelscopeError, ValueError):  # a read-only install; a value marshal cannot keep
+            write_file(marshal.dumps((key, doc)), kept)  # whole or not at all, should two runs write it at once
+    return doc
 
 
 def load_yaml(path: Path, what: str, limit: int = 1 << 20) -> Any:

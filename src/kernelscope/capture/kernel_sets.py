@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..errors import KernelscopeError
@@ -10,8 +10,7 @@ from ..files import parse_packaged_yaml
 
 
 def load() -> dict[str, list[dict[str, Any]]]:
-    doc: dict[str, list[dict[str, Any]]] = parse_packaged_yaml(
-        resources.files(__package__).joinpath("kernel_sets.yaml").read_text())
+    doc: dict[str, list[dict[str, Any]]] = parse_packaged_yaml(Path(__file__).with_name("kernel_sets.yaml"))
     return doc
 
 

@@ -187,7 +187,7 @@ def load(path: str | os.PathLike[str] | None = None) -> CeilingsFile:
     """The packaged datasheet ceilings, or a user's file with the same schema."""
     if path is None:
         origin = f"kernelscope/ceilings/{PACKAGED}"
-        doc = parse_packaged_yaml(Path(__file__).with_name(PACKAGED).read_text())  # importlib.resources: +25 ms
+        doc = parse_packaged_yaml(Path(__file__).with_name(PACKAGED))  # importlib.resources: +25 ms
     elif not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise KernelscopeError(f"ceilings: expected the path of a YAML file, got {path!r:.80}")
     else:

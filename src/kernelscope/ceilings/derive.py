@@ -31,7 +31,7 @@ GEFORCE_HALF_IF_FP32_ACC = ("fp16", "fp8")
 @functools.cache
 def architectures() -> Mapping[str, Arch]:
     """The packaged per-architecture table, by compute capability ("9.0")."""
-    doc = parse_packaged_yaml(Path(__file__).with_name(ARCHITECTURES).read_text())
+    doc = parse_packaged_yaml(Path(__file__).with_name(ARCHITECTURES))
     out = {}
     for cc, spec in doc["architectures"].items():
         rates = {k: None if v is None else float(v) for k, v in spec["per_sm_clock"].items()}

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import __version__
 from .. import argtypes as T
@@ -24,20 +25,26 @@ from ..report.text import clean
 from . import analyze, bundle, campaign, capture, ceilings, diff, figures, join, k8s, kernels, launch, op
 from .output import _silence_stdout, say
 
-# every verb in the order --help lists it: each module's add_arguments registers the verb's options, and the
-# handler they set beside them
-VERBS = (analyze.add_arguments, figures.add_arguments, campaign.add_arguments, bundle.add_arguments,
-         join.add_arguments, diff.add_arguments, k8s.add_arguments, capture.add_arguments, op.add_arguments,
-         kernels.add_arguments, launch.add_arguments, ceilings.add_arguments)
+# every verb in the order --help lists it, by the names it registers: each module's add_arguments registers the
+# verb's options, and the handler they set beside them
+VERBS: tuple[tuple[tuple[str, ...], Callable[[argparse._SubParsersAction[Any]], None]], ...] = (
+    (("analyze",), analyze.add_arguments), (("report", "roofline"), figures.add_arguments),
+    (("campaign",), campaign.add_arguments), (("bundle",), bundle.add_arguments), (("join",), join.add_arguments),
+    (("diff",), diff.add_arguments), (("k8s",), k8s.add_arguments), (("capture",), capture.add_arguments),
+    (("op",), op.add_arguments), (("kernels",), kernels.add_arguments), (("launch",), launch.add_arguments),
+    (("ceilings",), ceilings.add_arguments))
 
 
-def parser() -> argparse.ArgumentParser:
-    """The whole command line: the top-level options, then every verb from its own module."""
+def parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command line: the top-level options, then every verb from its own module; only the verb
+    `argv` starts with, when it names one (building every verb's options, and importing what some
+    of them need for their defaults, costs a run ~30 ms)."""
     p = T.Parser(prog="kernelscope", description=__doc__, allow_abbrev=False,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"kernelscope {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="VERB")
-    for add_arguments in VERBS:
+    named = [add for names, add in VERBS if argv and argv[0] in names]
+    for add_arguments in named or [add for _, add in VERBS]:
         add_arguments(sub)
     return p
 
@@ -58,9 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw, target = split_target(list(sys.argv[1:] if argv is None else argv))
     try:
         with signals_interrupt():  # SIGTERM and SIGHUP clean up as Ctrl-C does, in every verb
-            args = parser().parse_args(raw)
+            args = parser(raw).parse_args(raw)
             if target and args.func not in RUN_A_PROGRAM:  # no program to run: `--` only ends the options
-                args = parser().parse_args([*raw, "--", *target])
+                args = parser(raw).parse_args([*raw, "--", *target])
                 target = []
             args.target = target
             return int(args.func(args))

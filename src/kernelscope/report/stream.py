@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, closing
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..analysis.pipeline import Judge
 from ..errors import InputError, KernelscopeError, signals_interrupt
@@ -26,9 +27,11 @@ from ..ingest import Inputs
 from ..ingest.csv_pages import NotSimple
 from ..ingest.parts import NO_LAUNCHES, ReportSplit, Split, split
 from ..model import RawKernel
-from .pool import Pool, WorkerDied, pool
 from .progress import Steps, counted, files, metered_file, quiet
 from .writers import Chunk, encode
+
+if TYPE_CHECKING:  # multiprocessing loads with the first pool: a run with one job starts without it (~10 ms)
+    from .pool import Pool
 
 PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
 MAX_JOBS = 16  # the writing process spends ~13 µs a launch: past ~16 workers (~260 µs a launch) it is the limit
@@ -88,6 +91,8 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False, progr
                 yield from _here(judge, metered_file(path, what, progress), rows)
                 continue
             if workers is None:
+                from .pool import pool
+
                 stack.enter_context(signals_interrupt())  # an API caller's run too: the pool is ended
                 workers = stack.enter_context(pool(jobs))
             yield from _in_parts(workers, 2 * jobs, judge, cut, rows, what, progress)
@@ -104,6 +109,8 @@ def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool, 
     """The parts' chunks in order, `window` parts in flight, each told to `progress` (a report's as
     launches of its total, a CSV's as parts). At the first part the workers could not read strictly,
     the rest of the file is read here in one stream (ingest/parts.py)."""
+    from .pool import WorkerDied
+
     seen = 0
     launches = [cut.bounds[-1]] if isinstance(cut, ReportSplit) else None
     calls = ((_part, (judge, cut, i, rows)) for i in range(cut.parts))
