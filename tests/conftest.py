@@ -94,19 +94,28 @@ def golden() -> object:
     return check_golden
 
 
-KUBE_GROUP = "kube"
+HERE = Path(__file__).parent
+# the modules that drive the test cluster: test_k8s.py, with its `cluster` fixture, and those that take it from there
+ON_CLUSTER = frozenset(f"tests/{p.name}" for p in HERE.glob("test_*.py")
+                       if p.name == "test_k8s.py" or "from test_k8s import" in p.read_text())
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist workers take a module's tests together, in their order (as one process would: the
-    documents' steps build on the ones before, module fixtures are made once), and every test on
-    the test cluster (its `cluster` fixture) in one worker: one cluster a worker, and pods of the
-    emulated cluster bind 127.0.0.1 ports by their names' lengths (tests/toyk8s.py), which two
-    clusters' pods would share."""
-    for item in items:
-        on_cluster = "cluster" in getattr(item, "fixturenames", ())
-        item.add_marker(pytest.mark.xdist_group(KUBE_GROUP if on_cluster else item.nodeid.split("::")[0]))
+    documents' steps build on the ones before, module fixtures are made once), and the modules on
+    the test cluster all in one worker: one cluster a worker, and pods of the emulated cluster bind
+    127.0.0.1 ports by their names' lengths (tests/toyk8s.py), which two clusters' pods would
+    share. (xdist's own xdist_group marks do nothing under pytest 9.2: it renames nodes by an
+    attribute pytest no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "on-cluster" if module in ON_CLUSTER else module
+
+    return ByModule(config, log)
 
 
 TERMINAL_ENV = ("COLUMNS", "LINES")
