@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,8 +94,70 @@ def golden() -> object:
     return check_golden
 
 
+HERE = Path(__file__).parent
+# the modules that drive the test cluster: test_k8s.py, with its `cluster` fixture, and those that take it from there
+ON_CLUSTER = frozenset(f"tests/{p.name}" for p in HERE.glob("test_*.py")
+                       if p.name == "test_k8s.py" or "from test_k8s import" in p.read_text())
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist workers take a module's tests together, in their order (as one process would: the
+    documents' steps build on the ones before, module fixtures are made once), and the modules on
+    the test cluster all in one worker: one cluster a worker, and pods of the emulated cluster bind
+    127.0.0.1 ports by their names' lengths (tests/toyk8s.py), which two clusters' pods would
+    share. (xdist's own xdist_group marks do nothing under pytest 9.2: it renames nodes by an
+    attribute pytest no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "on-cluster" if module in ON_CLUSTER else module
+
+    return ByModule(config, log)
+
+
+TERMINAL_ENV = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller, a worker is being started
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["terminal_env"] = {k: os.environ.get(k) for k in TERMINAL_ENV}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker starts with COLUMNS=80 and LINES=24 set: the CLI's output fits $COLUMNS,
+    so a worker takes the controller's (unset: piped output is not wrapped), as one process would."""
+    given = getattr(config, "workerinput", {}).get("terminal_env")
+    for key, value in (given or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its hostile-input counts to the controller, which prints them."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        from hostile import BY_CLASS, TALLY
+
+        out["hostile"] = [dict(TALLY), dict(BY_CLASS)]
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller, a worker has finished
+def pytest_testnodedown(node: object, error: object) -> None:
+    from hostile import BY_CLASS, TALLY
+
+    tally, by_class = getattr(node, "workeroutput", {}).get("hostile", ({}, {}))
+    TALLY.update(tally)
+    BY_CLASS.update(by_class)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The counts the hostile-input issue asks for: inputs tried, clean errors, failures."""
+    """The counts the hostile-input issue asks for: inputs tried, clean errors, failures (summed
+    over the xdist workers)."""
     from hostile import BY_CLASS, TALLY
 
     if TALLY["tried"]:

@@ -21,7 +21,7 @@ import yaml
 
 from hostile import TALLY
 from kernelscope.cli import main
-from kernelscope.k8s import sister, watch
+from kernelscope.k8s import sister, transport, watch
 from kernelscope.k8s.inspect import inspect
 from kernelscope.k8s.kubectl import Kube
 from toyk8s import FAKE_NCU, fake_ncu_configmap, planned_pods, port, toy
@@ -58,7 +58,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     kubectl("label", "node", node, "--overwrite", "nvidia.com/cuda.runtime-version.major=12",
             "nvidia.com/cuda.runtime-version.minor=8", "nvidia.com/cuda.driver-version.full=570.86.15")
     kubectl("create", "-f", "-", stdin=json.dumps(fake_ncu_configmap(NS)), check=False)  # too big for apply
-    yield
+    # a capture in this process polls its sister every 0.5 s, not a real cluster's 2 s: this one's pods
+    # change within fakenode's 0.3 s poll, and each capture waits two polls for a report to stop growing
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(transport, "POLL_S", 0.5)
+        yield
     kubectl("delete", "namespace", NS, "--wait=false", check=False)
     if started is not None:
         subprocess.run([str(KUBE / "down"), str(started)], check=True)

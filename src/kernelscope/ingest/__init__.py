@@ -8,7 +8,10 @@ stay inside the bundle."""
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
+import shutil
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -80,16 +83,38 @@ def _read_plain(path: Path, shown: str, kind: str, sized: ncu_rep.Sized | None) 
         raise InputError(shown, "neither an .ncu-rep report nor an ncu CSV export")
 
 
+# a gzipped report's expansion, by the .gz's identity: kept while the process runs, with the report
+# ncu_report loaded from it and never frees (ncu_rep._OPENED), so reading the .gz again expands and
+# loads nothing more; the folder goes at exit
+_EXPANDED: dict[ncu_rep.Identity, Path] = {}
+_KEPT: list[Path] = []  # the folder of the kept expansions, made on first use
+_NUMBER = itertools.count()  # their names
+
+
+def _keep(inner: Path) -> Path:
+    if not _KEPT:
+        _KEPT.append(Path(tempfile.mkdtemp(prefix="kernelscope-")))
+        atexit.register(shutil.rmtree, _KEPT[0], ignore_errors=True)
+    kept = _KEPT[0] / f"{next(_NUMBER)}.ncu-rep"
+    inner.replace(kept)
+    return kept
+
+
 @contextmanager
 def plain(path: Path, shown: str) -> Iterator[tuple[Path, str]]:
     """The file as its readers take it, and its kind (detect.sniff): a gzip expanded into a private
-    temp file for as long as it is read (ncu_report reads files, not bytes). An empty file, or an
-    empty one inside gzip, is an error."""
+    temp file for as long as it is read (ncu_report reads files, not bytes), or, a report, for as
+    long as the process runs (_EXPANDED). An empty file, or an empty one inside gzip, is an error."""
     head = _head(path)
     if not head:
         raise InputError(shown, "empty file")
     if sniff(head) != "gzip":
         yield path, sniff(head)
+        return
+    key = ncu_rep.identity(path)
+    kept = _EXPANDED.get(key) if key is not None else None
+    if kept is not None and kept.exists():
+        yield kept, "ncu-rep"
         return
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as tmp:
         inner = Path(tmp) / "report"
@@ -97,7 +122,10 @@ def plain(path: Path, shown: str) -> Iterator[tuple[Path, str]]:
         first = _head(inner)
         if not first:
             raise InputError(shown, "empty file inside gzip")
-        yield inner, sniff(first)
+        kind = sniff(first)
+        if kind == "ncu-rep" and key is not None:
+            inner = _EXPANDED[key] = _keep(inner)
+        yield inner, kind
 
 
 def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKernel]:

@@ -133,50 +133,49 @@ class _Metrics:
 
 @dataclass
 class _Opened:
-    """The last report opened, kept so that its context read (first_launch) and its launches read
-    (read) load it once: the context, and the launches first_launch already loaded, by (range,
-    index), handed to read once and then dropped (ncu_report loads a launch each time it is asked)."""
+    """A report as ncu_report loaded it, and the launches read from it so far, by (range, index).
+    ncu_report frees neither: a loaded report and each launch it hands out (~0.4 MB for a launch of
+    a full-set capture, again on each action_by_idx of the same launch) stay until the process
+    ends, so each file is loaded once a process and each launch asked for once: reading a file
+    again (the context, then the launches; the in-memory and the streamed analyses; parts) costs
+    no memory more."""
 
-    key: tuple[str, int, int]  # realpath, size, mtime: the same file, unchanged
     context: Any
     actions: dict[tuple[int, int], Any] = field(default_factory=dict)
 
+    def action(self, r: int, a: int) -> Any:
+        """Launch `a` of range `r`, loaded the first time it is asked for."""
+        found = self.actions.get((r, a))
+        if found is None:
+            found = self.actions[(r, a)] = self.context.range_by_idx(r).action_by_idx(a)
+        return found
 
-_OPENED: list[_Opened] = []  # at most one
+
+Identity = tuple[str, int, int, int, int]  # realpath, inode, size, mtime, ctime: the same file, unchanged
+_OPENED: dict[Identity, _Opened] = {}  # every report loaded in this process
 
 
-def _identity(path: Path) -> tuple[str, int, int] | None:
+def identity(path: Path) -> Identity | None:
+    """The file's identity, which changes when the file is replaced or written (None: no such file)."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return os.path.realpath(path), st.st_size, st.st_mtime_ns
-
-
-def _kept(context: Any) -> _Opened | None:
-    """What is kept of this context, if it is the last report opened."""
-    return next((o for o in _OPENED if o.context is context), None)
-
-
-def _action(context: Any, r: int, a: int) -> Any:
-    """Launch `a` of range `r`, from what first_launch loaded of this context when it did."""
-    kept = _kept(context)
-    found = kept.actions.pop((r, a), None) if kept is not None else None
-    return found if found is not None else context.range_by_idx(r).action_by_idx(a)
+    return os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 @contextmanager
-def _loaded(path: Path, shown: str) -> Iterator[Any]:
-    """The report's context, for as long as it is read, once its framing is whole and ncu_report
-    finds every launch its blocks declare (detect.py: ncu_report reads a damaged file without
-    complaint, and silently gives fewer launches). ncu_report opens a report by a text name, and
-    reads each launch from it when the launch is reached: a name that is not UTF-8 (a legacy file
-    name, its bytes as surrogates here) is opened through a link with a plain name, kept until the
-    reading ends."""
-    key = _identity(path)
-    kept = next((o for o in _OPENED if o.key == key), None)
-    if kept is not None:  # read whole a moment ago (framing and launch count checked), unchanged since
-        yield kept.context
+def _loaded(path: Path, shown: str) -> Iterator[_Opened]:
+    """The report, for as long as it is read, once its framing is whole and ncu_report finds every
+    launch its blocks declare (detect.py: ncu_report reads a damaged file without complaint, and
+    silently gives fewer launches). ncu_report opens a report by a text name, and reads each launch
+    from it when the launch is reached: a name that is not UTF-8 (a legacy file name, its bytes as
+    surrogates here) is opened through a link with a plain name, kept until the reading ends (and
+    the report then not kept: its launches could no longer be read)."""
+    key = identity(path)
+    kept = _OPENED.get(key) if key is not None else None
+    if kept is not None:  # read whole before (framing and launch count checked), unchanged since
+        yield kept
         return
     with open_input(path, what="report") as fh:
         framing = check_ncu_rep_framing(fh, shown)
@@ -199,9 +198,10 @@ def _loaded(path: Path, shown: str) -> Iterator[Any]:
         if not framing.other_results and found != framing.results:  # range, graph results: counted apart
             raise InputError(shown, f"ncu_report reads {found:,} of the {framing.results:,} launches the file's "
                                     "blocks hold: the report is damaged")
+        opened = _Opened(context)
         if key is not None and openable == str(path):  # a link made for it is gone after: not kept
-            _OPENED[:] = [_Opened(key, context)]
-        yield context
+            _OPENED[key] = opened
+        yield opened
 
 
 def _count(context: Any) -> int:
@@ -210,8 +210,8 @@ def _count(context: Any) -> int:
 
 def launches(path: Path) -> int:
     """How many profiled launches the report holds (loading it reads no launch)."""
-    with _loaded(path, str(path)) as context:
-        return _count(context)
+    with _loaded(path, str(path)) as opened:
+        return _count(opened.context)
 
 
 def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None,
@@ -226,7 +226,8 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
     kinds = ncu_report.IAction
     workloads: dict[int, Workload] = {kinds.WorkloadType_GRAPH: "graph", kinds.WorkloadType_RANGE: "range",
                                       kinds.WorkloadType_CMDLIST: "cmdlist"}
-    with _loaded(path, shown) as context:
+    with _loaded(path, shown) as opened:
+        context = opened.context
         if sized is not None:
             sized(_count(context))
         first = 0  # the launch number of the range's first action
@@ -234,7 +235,7 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
             rng = context.range_by_idx(r)
             count = rng.num_actions()
             for a in range(max(0, start - first), count if stop is None else min(count, stop - first)):
-                action = _action(context, r, a)
+                action = opened.action(r, a)
                 device_metric = action.metric_by_name(DEVICE_NAME)
                 metrics, out_of_range = reader.read(action)
                 if not metrics and device_metric is None and not action.metric_names():
@@ -278,25 +279,21 @@ KERNELS_NAMED = 256
 def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
     """The report's first launch's sections, metric names, device and clocks (none: no launch)."""
     shown = display or str(path)
-    with _loaded(path, shown) as context:
+    with _loaded(path, shown) as opened:
+        context = opened.context
         at = next((r for r in range(context.num_ranges()) if context.range_by_idx(r).num_actions()), None)
         if at is None:
             return FirstLaunch()
-        action = context.range_by_idx(at).action_by_idx(0)
+        action = opened.action(at, 0)
         metrics, _ = _Metrics(_ncu_report(), shown).read(action)  # as every launch's: kinds, units, range
         clocks = {key: 1e3 * metrics[name] for key, name in CLOCK_ATTRIBUTES.items() if name in metrics}
         device = action.metric_by_name(DEVICE_NAME)
         demangled = _ncu_report().IAction.NameBase_DEMANGLED
         names: dict[str, None] = {}
         seen = 0
-        kept = _kept(context)
         for r in range(context.num_ranges()):
-            found = context.range_by_idx(r)
-            for i in range(min(found.num_actions(), KERNELS_NAMED - seen)):
-                named = action if (r, i) == (at, 0) else found.action_by_idx(i)  # the first: loaded above
-                if kept is not None:
-                    kept.actions[(r, i)] = named  # read() takes it from here rather than loading it again
-                names.setdefault(text(named.name(demangled))[:4096])
+            for i in range(min(context.range_by_idx(r).num_actions(), KERNELS_NAMED - seen)):
+                names.setdefault(text(opened.action(r, i).name(demangled))[:4096])  # kept: read() takes it from there
                 seen += 1
         sections = getattr(action, "sections", None)  # ncu 2025.3.1's own ncu_report has no IAction.sections
         return FirstLaunch(tuple(text(s.identifier()) for s in sections()) if sections else (),
