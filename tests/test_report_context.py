@@ -141,7 +141,7 @@ def test_the_context_reaches_every_output(fx: Path, tmp_path: Path, capsys: pyte
     assert (recorded["ncu"]["version"], recorded["metric_set"], recorded["host"]) == ("2025.3.1.0", "basic", "vm")
     assert doc["context"]["bundles"] == {}
     assert doc["kernels"][0]["capture"] == {"ncu_version": "2025.3.1.0", "metric_set": "basic", "clock_control": "none",
-                                           "graph_profiling": None}
+                                           "graph_profiling": None, "multiplexed": False}
     assert (doc["kernels"][0]["grid"], doc["kernels"][0]["block"]) == ("(2, 66, 1)", "(384, 1, 1)")
     assert main(["analyze", report, str(fx / "gemm_bf16-raw.csv"), "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
