@@ -230,8 +230,8 @@ def bound_notes(rows: Sequence[Ranked]) -> list[str]:
     multi = [f"#{r.rank}" for r in rows if r.lead.capture is not None and r.lead.capture.multiplexed]
     if multi:
         out.append(f"multiplexed for {', '.join(multi[:10])}{' …' if len(multi) > 10 else ''}: each figure from one of "
-                   "several launches of the kernel, one counter group a launch, none replayed; --details names the "
-                   "launch of each")
+                   "several launches of the kernel, one counter group a launch; --details names the launch of each "
+                   "and which were replayed")
     return out
 
 
