@@ -30,17 +30,19 @@ def test_the_groups_cover_the_list_once_each_with_the_duration_in_every_one() ->
         assert sorted(counters) == sorted(set(metric_list(addons)) - {catalogue.DURATION})  # type: ignore[arg-type]
 
 
-def test_a_multiplexed_plan_runs_each_group_on_each_kernel_with_its_own_list() -> None:
+def test_a_multiplexed_plan_runs_each_group_once_for_every_kernel_with_its_own_list() -> None:
     plan = CapturePlan(kernels=("fma_loop", "copy"), launch_skip=5, multiplex=True, target=("/tmp/toy", "60"))
     units = plan.units()
     groups = multiplex.groups()
-    assert [(u.kernels, u.group) for u in units] == [((k,), g) for k in ("fma_loop", "copy")
-                                                     for g in range(1, len(groups) + 1)]
+    assert [(u.kernels, u.group, u.launch_count) for u in units] == [
+        (("fma_loop", "copy"), g, 2) for g in range(1, len(groups) + 1)]  # a launch of each kernel a run
     for u in units:
         argv = capture_argv(plan, u, "/b/r.ncu-rep")
         assert argv[argv.index("--metrics") + 1] == ",".join(groups[u.group - 1])  # type: ignore[operator]
         assert argv.count("--section") == 2 and "--set" not in argv  # Occupancy, LaunchStats: no pass
-        assert argv[argv.index("--launch-skip") + 1] == "5" and argv[argv.index("--launch-count") + 1] == "1"
+        assert argv[argv.index("--kernel-name") + 1].startswith("regex:(") and "copy" in argv[argv.index(
+            "--kernel-name") + 1]
+        assert argv[argv.index("--launch-skip") + 1] == "5" and argv[argv.index("--launch-count") + 1] == "2"
 
 
 @pytest.mark.parametrize("change,said", [
@@ -65,11 +67,11 @@ def test_the_dry_run_says_the_groups_and_the_cost(capsys: pytest.CaptureFixture[
                  "--out", str(tmp_path / "b"), "--ncu", "/usr/bin/true", "--", "/tmp/toy", "60"]) == 0
     out = capsys.readouterr().out.splitlines()
     n = len(multiplex.groups())
-    assert out[0] == (f"# multiplexed: {n} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a kernel "
-                      f"and group, 1 launch(es) each: {2 * n} runs, {2 * n} profiled launches, each of one pass but 14 "
-                      "group(s) a kernel of a counter that takes 3-5 passes even alone (the whole list replayed: 12 "
+    assert out[0] == (f"# multiplexed: {n} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a group "
+                      f"for 2 kernel(s), 1 launch(es) each: {n} runs, {2 * n} profiled launches, each of one pass "
+                      "but 14 group(s) of a counter that takes 3-5 passes even alone (the whole list replayed: 12 "
                       "passes on one launch)")
-    assert len(out) == 1 + 2 * n and all(line.startswith("/usr/bin/true ") for line in out[1:])
+    assert len(out) == 1 + n and all(line.startswith("/usr/bin/true ") for line in out[1:])
 
 
 MUX = Path(__file__).parent / "fixtures" / "multiplex"  # captured on the H200: see its README

@@ -450,9 +450,10 @@ def multiplex_line(plan: CapturePlan) -> str:
     more = sorted({multiplex.PASSES_ALONE[g[1]] for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE})
     replayed = sum(1 for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE)
     runs = len(plan.units())
-    return (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a kernel "
-            f"and group, {plan.launch_count} launch(es) each: {runs} runs, {runs * plan.launch_count} profiled "
-            f"launches, each of one pass but {replayed} group(s) a kernel of a counter that takes "
+    return (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a group "
+            f"for {len(plan.kernels)} kernel(s), {plan.launch_count} launch(es) each: {runs} runs, "
+            f"{runs * plan.launch_count * len(plan.kernels)} profiled launches, each of one pass but {replayed} "
+            "group(s) of a counter that takes "
             f"{'-'.join(map(str, more[::max(1, len(more) - 1)])) or 0} passes even alone (the whole list replayed: "
             "12 passes on one launch)")
 

@@ -92,13 +92,13 @@ class CapturePlan:
 
     def units(self) -> tuple[CaptureUnit, ...]:
         """One run per kernel, or one run whose filter covers them all with a count for each; when
-        multiplexed, one run per kernel and counter group, each on the next launches of its kernel."""
-        if self.multiplex:
+        multiplexed, one such run per counter group, each on the next launches of the kernels."""
+        if self.multiplex:  # one run a group, its filter covering every kernel with a count for each
             from .multiplex import groups
 
-            runs = [(k, g, metrics) for k in self.kernels for g, metrics in enumerate(groups(self.addons), 1)]
-            return tuple(CaptureUnit(i, unit_filter(k, self.name_base), self.launch_count, (k,), g, metrics)
-                         for i, (k, g, metrics) in enumerate(runs, 1))
+            return tuple(CaptureUnit(g, combined_filter(self.kernels, self.name_base),
+                                     self.launch_count * len(self.kernels), self.kernels, g, metrics)
+                         for g, metrics in enumerate(groups(self.addons), 1))
         if not self.kernels:
             return (CaptureUnit(1, None, self.launch_count, ()),)
         if self.one_session and len(self.kernels) > 1:
