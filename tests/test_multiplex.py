@@ -58,8 +58,9 @@ def test_what_cannot_be_multiplexed_is_refused_with_the_reason(change: dict[str,
 
 
 def test_one_wrapped_session_cannot_be_multiplexed() -> None:
-    with pytest.raises(PlanError, match="use --strategy attach"):
-        one_session(CapturePlan(kernels=("a",), multiplex=True), "wrap")
+    with pytest.raises(PlanError, match="--one-run: one ncu session for the whole capture, and --multiplex needs one "
+                                        "a counter group"):
+        one_session(CapturePlan(kernels=("a",), multiplex=True), "--one-run")
 
 
 def test_the_dry_run_says_the_groups_and_the_cost(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -50,11 +50,6 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
                    help="roofline (ours: 12 passes on an H200), basic (10) or full (38)")
     p.add_argument("--add", action="append", choices=tuple(ADDONS),
                    help="add-on to --set roofline: " + "; ".join(f"{n}: {x.what}" for n, x in ADDONS.items()))
-    p.add_argument("--multiplex", action="store_true",
-                   help="fewer passes a launch: the roofline list in counter groups (31 on an H200, 17 of one pass), "
-                        "each collected by its own ncu run on the next launch of the kernel, merged on read; for a "
-                        "serving process or where replaying the whole list breaks (needs --kernel; with k8s, "
-                        "--strategy attach)")
     p.add_argument("--context", action="append", metavar="KEY=VALUE",
                    help="context recorded in the bundle, e.g. model=llama-3-8b (repeatable)")
     p.add_argument("--out", required=True, type=T.path, help="the bundle directory to create")
@@ -62,6 +57,10 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
 
 def _local_capture_options(p: argparse.ArgumentParser) -> None:
     _capture_options(p)
+    p.add_argument("--multiplex", action="store_true",
+                   help="fewer passes a launch: the roofline list in counter groups (31 on an H200, 17 of one pass), "
+                        "each collected by its own ncu run on the next launches of the kernels, merged on read; for "
+                        "a serving process (with --attach) or where replaying the whole list breaks (needs --kernel)")
     p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
     p.add_argument("--timeout", type=T.seconds, default=600.0,
@@ -100,7 +99,7 @@ def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
         replay_mode=getattr(a, "replay_mode", "kernel"), graph_profiling=getattr(a, "graph_profiling", "node"),
         profile_from_start=getattr(a, "profile_from_start", "on") == "on",
         window="start" if getattr(a, "profile_from_start", "on") == "on" else "profiler-range",
-        name_base=getattr(a, "kernel_base", "demangled"), multiplex=a.multiplex)
+        name_base=getattr(a, "kernel_base", "demangled"), multiplex=getattr(a, "multiplex", False))
 
 
 def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:

@@ -167,8 +167,7 @@ def _multiplexable(plan: CapturePlan) -> None:
     if not plan.kernels:
         raise PlanError("--multiplex needs --kernel: each group is collected on launches of the same kernel")
     if plan.one_session:
-        raise PlanError("--multiplex needs one ncu session a counter group; this capture runs one session for all "
-                        "(a wrapped sister pod): use --strategy attach")
+        raise PlanError("--multiplex needs one ncu session a counter group; this capture runs one session for all")
     if plan.replay_mode != "kernel":
         raise PlanError("--multiplex replays nothing: --replay-mode application reruns the program per pass")
 
@@ -207,8 +206,7 @@ def one_session(plan: CapturePlan, why: str) -> CapturePlan:
     (Attach needs no such merging: a launched process takes sequential attach sessions, one per
     kernel, measured with ncu 2025.3.1: docs/hopper-measurements.md, "Attach sessions".)"""
     if plan.multiplex:
-        raise PlanError(f"{why}: one ncu session for the whole capture, and --multiplex needs one a counter group: "
-                        "use --strategy attach")
+        raise PlanError(f"{why}: one ncu session for the whole capture, and --multiplex needs one a counter group")
     if len(plan.kernels) < 2:
         return plan
     return replace(plan, one_session=True).with_notes(
