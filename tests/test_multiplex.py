@@ -148,3 +148,22 @@ def test_a_launch_that_did_other_work_is_not_merged_and_its_figures_stay_unmeasu
         assert rec.l2_bytes is None and "l2_bytes" in rec.unmeasured
         assert any(n.startswith(f"multiplexed: group {group}'s launch {raw.launch_id} not merged: ") and said in n
                    for n in rec.notes), rec.notes
+
+
+@captured
+def test_a_multiplexed_bundle_whose_reports_are_not_its_runs_is_one_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Hand-edited: a report the manifest lists that no capture run produced. Its launches cannot be
+    put in their groups, so the bundle is refused with the file and the reason, not merged wrongly."""
+    import json
+    import shutil
+
+    bundle = tmp_path / "b"
+    shutil.copytree(MUX / "toy-multiplexed", bundle)
+    doc = json.loads((bundle / "manifest.json").read_text())
+    doc["captures"][3]["report"] = "ncu-profiles/elsewhere.ncu-rep"
+    (bundle / "manifest.json").write_text(json.dumps(doc))
+    assert main(["analyze", str(bundle)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"kernelscope: error: {bundle / 'manifest.json'}: a multiplexed bundle whose reports are not its "
+                   "capture runs' (each report names the counter group it holds): it cannot be merged\n")

@@ -138,7 +138,7 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
         if path.is_dir():
             manifest = bundle_manifest(path)
             assert manifest is not None and manifest.multiplexed, path  # expand gives no other directory
-            yield from multiplexed.read(manifest, bundle_reports(path), iter_file)
+            yield from multiplexed.read(manifest, path / bundle_manifest_file.FILE, bundle_reports(path), iter_file)
             return
         with plain(path, shown) as (file, kind):
             for raw in _read_plain(file, shown, kind, sized):

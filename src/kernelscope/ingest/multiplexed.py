@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import catalogue
+from ..errors import InputError
 from ..manifest import BundleManifest
 from ..model import Part, RawKernel
 
@@ -63,15 +64,20 @@ def merge(launches: Sequence[tuple[int, int | None, RawKernel]]) -> RawKernel:
                    out_of_range=tuple(dict.fromkeys(n for raw in kept for n in raw.out_of_range)))
 
 
-def read(manifest: BundleManifest, reports: Sequence[Path],
+def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
          read_report: Callable[[Path], Iterator[RawKernel]]) -> Iterator[RawKernel]:
-    """The bundle's launches merged: its reports (in its manifest's order, one a run) read with
-    `read_report`, the n-th launch of a kernel in each group's run merged, kernels in the order
-    they first appear. A group that collected no launch of a kernel (a filter whose launches went to
-    another kernel) is said in the merged launch's notes."""
-    runs = [c for c in manifest.captures if c.report is not None]
+    """The bundle's launches merged: its reports (`reports`, the manifest's list as ingest found
+    them) read with `read_report`, the n-th launch of a kernel in each group's run merged, kernels
+    in the order they first appear. A group that collected no launch of a kernel (a filter whose
+    launches went to another kernel) is said in the merged launch's notes."""
+    by_report = {c.report: c for c in manifest.captures if c.report is not None}
+    runs = [by_report.get(rel) for rel in manifest.reports]
+    if None in runs or len(runs) != len(reports):
+        raise InputError(where, "a multiplexed bundle whose reports are not its capture runs' (each report names "
+                                "the counter group it holds): it cannot be merged")
     by_kernel: dict[str, dict[int, list[tuple[int | None, RawKernel]]]] = {}
     for run, path in zip(runs, reports, strict=True):
+        assert run is not None
         group = run.group if run.group is not None else 0
         for i, raw in enumerate(read_report(path)):
             passes = run.passes[i] if i < len(run.passes) else None
