@@ -167,3 +167,23 @@ def test_a_multiplexed_bundle_whose_reports_are_not_its_runs_is_one_clear_error(
     err = capsys.readouterr().err
     assert err == (f"kernelscope: error: {bundle / 'manifest.json'}: a multiplexed bundle whose reports are not its "
                    "capture runs' (each report names the counter group it holds): it cannot be merged\n")
+
+
+@captured
+def test_a_group_whose_run_failed_leaves_its_figures_unmeasured_and_says_so(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    bundle = tmp_path / "b"
+    shutil.copytree(MUX / "toy-multiplexed", bundle)
+    doc = json.loads((bundle / "manifest.json").read_text())
+    run = doc["captures"][3]  # group 4: lts__throughput alone
+    assert run["group"] == 4 and multiplex.groups()[3][1] == catalogue.L2_PCT
+    doc["reports"].remove(run["report"])
+    run.update(report=None, error="ncu exited 9")
+    (bundle / "manifest.json").write_text(json.dumps(doc))
+    (a,) = kernelscope.analyze([bundle])[0]
+    assert a.record.l2_throughput_pct is None and "l2_throughput_pct" in a.record.unmeasured
+    assert a.record.dram_bytes is not None and a.bound == "memory"
+    assert "multiplexed: counter group(s) 4 failed to capture (the bundle's manifest says why): the figures they " \
+           "feed are unmeasured" in a.record.notes

@@ -82,16 +82,17 @@ def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
         for i, raw in enumerate(read_report(path)):
             passes = run.passes[i] if i < len(run.passes) else None
             by_kernel.setdefault(raw.name_full, {}).setdefault(group, []).append((passes, raw))
-    planned = sorted({c.group for c in manifest.captures if c.group is not None})
+    failed = sorted({c.group for c in manifest.captures if c.group is not None and c.report is None})
+    ran = sorted({c.group for c in manifest.captures if c.group is not None and c.report is not None})
     for groups in by_kernel.values():
-        missing = [g for g in planned if g not in groups]
+        missing = [g for g in ran if g not in groups]
         for n in range(max(map(len, groups.values()))):
             launches = [(g, *groups[g][n]) for g in sorted(groups) if n < len(groups[g])]
             merged = merge(launches)
             absent = missing + [g for g in sorted(groups) if n >= len(groups[g])]
-            if absent:
-                merged = replace(merged, notes=(*merged.notes, (
-                    f"multiplexed: counter group(s) {', '.join(map(str, sorted(absent)))} collected no launch of this "
+            said = [f"multiplexed: counter group(s) {', '.join(map(str, sorted(absent)))} collected no launch of this "
                     "kernel (their runs' launches went to another kernel the filter matched): the figures they feed "
-                    "are unmeasured; an exact --kernel name collects every group on the same kernel")))
-            yield merged
+                    "are unmeasured; an exact --kernel name collects every group on the same kernel"] if absent else []
+            said += [f"multiplexed: counter group(s) {', '.join(map(str, failed))} failed to capture (the bundle's "
+                     "manifest says why): the figures they feed are unmeasured"] if failed else []
+            yield replace(merged, notes=(*merged.notes, *said)) if said else merged
