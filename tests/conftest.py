@@ -166,3 +166,90 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"with valid output, {TALLY['failures']} failures")
         for klass, n in sorted(BY_CLASS.items()):
             terminalreporter.write_line(f"  {n:6d}  {klass}")
+
+
+# A report ncu_report loaded, and each launch read from it, stay in the process until it ends
+# (src/kernelscope/ingest/ncu_rep.py, _Opened): a worker that ran every module would hold every
+# distinct report file the suite reads (~10 MB a report, ~0.4 MB a launch; the copies in tmp
+# directories are distinct files), ~3 GB. So each module off the test cluster runs in a child
+# process forked from its worker, which ends after the module's last test, its reports with it:
+# the module's tests run there in their order with their module fixtures made once, as in the
+# worker, and the worker reports their results as its own. The session fixtures the worker has
+# made are the child's too; ones first asked for in a child are made again by the next that asks.
+_APART: dict[str, list[dict[str, Any]]] = {}  # nodeid -> its reports, serialized, from its module's child
+_APART_DONE: set[Path] = set()  # modules whose child has ended
+
+
+def _run_apart(item: pytest.Item) -> None:
+    """Runs `item`'s module, from `item` on, in a forked child; its reports land in _APART. A test
+    that ends its child (a crash) fails, and the module goes on from the next test in another."""
+    import json
+    import tempfile
+
+    from _pytest.runner import runtestprotocol
+
+    from hostile import BY_CLASS, TALLY
+
+    session, config = item.session, item.config
+    at = session.items.index(item)
+    mine = [i for i in session.items[at:] if i.path == item.path]
+    after = next((i for i in session.items[at:] if i.path != item.path), None)  # to tear down to
+    config._tmp_path_factory.getbasetemp()  # made (emptied) here once, not by a child
+    _APART_DONE.add(item.path)
+    while mine:
+        with tempfile.TemporaryFile() as out:
+            pid = os.fork()
+            if pid == 0:  # the child: it reports to the worker through `out` only, and ends without cleanup
+                code = 1
+                try:
+                    TALLY.clear()
+                    BY_CLASS.clear()
+                    for n, each in enumerate(mine):
+                        reports = runtestprotocol(each, nextitem=mine[n + 1] if n + 1 < len(mine) else after,
+                                                  log=False)
+                        line = {"nodeid": each.nodeid, "hostile": [TALLY, BY_CLASS],
+                                "reports": [config.hook.pytest_report_to_serializable(config=config, report=r)
+                                            for r in reports]}
+                        out.write(json.dumps(line).encode() + b"\n")
+                        out.flush()
+                    code = 0
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            out.seek(0)
+            lines = [json.loads(line) for line in out.read().splitlines()]
+        for line in lines:
+            _APART[line["nodeid"]] = line["reports"]
+        if lines:
+            TALLY.update(lines[-1]["hostile"][0])
+            BY_CLASS.update(lines[-1]["hostile"][1])
+        mine = mine[len(lines):]
+        if mine:
+            _APART[mine[0].nodeid] = [_died(mine[0], f"the test ended its process (wait status {status})")]
+            mine = mine[1:]
+
+
+def _died(item: pytest.Item, why: str) -> dict[str, Any]:
+    from _pytest.reports import TestReport
+
+    rep = TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", why, "call")
+    data: dict[str, Any] = item.config.hook.pytest_report_to_serializable(config=item.config, report=rep)
+    return data
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    if str(Path(item.path).relative_to(HERE.parent)) in ON_CLUSTER or not hasattr(os, "fork"):
+        return None  # the cluster's modules share the worker's cluster: run in the worker
+    if item.nodeid not in _APART:
+        if item.path in _APART_DONE:
+            _APART[item.nodeid] = [_died(item, "not run in its module's child process")]
+        else:
+            _run_apart(item)
+    config = item.config
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for data in _APART.pop(item.nodeid):
+        item.ihook.pytest_runtest_logreport(report=config.hook.pytest_report_from_serializable(config=config,
+                                                                                               data=data))
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
