@@ -1,4 +1,4 @@
-"""The shape of the code: imports point down the layers (DESIGN.md), no package imports the CLI,
+"""The shape of the code: imports point down the layers (LAYERS below), no package imports the CLI,
 no cycles between packages; one metric catalogue read and collected in both directions; one column
 spec whose JSON schema is published in schema/ and which outputs follow."""
 

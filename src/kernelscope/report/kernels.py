@@ -27,7 +27,7 @@ from .table import NAME, ORIGIN, Col, Table
 
 def shown(name: str) -> Shown:
     """How a view shows a figure, from its declaration (columns.py); a figure declared with no view
-    is a KeyError here, and tests/test_columns.py checks every view's figures are declared."""
+    is a KeyError here, and tests/test_architecture.py checks every view's figures are declared."""
     how = BY_NAME[name].shown
     if how is None:
         raise KeyError(f"{name}: no view declared in the column spec")
