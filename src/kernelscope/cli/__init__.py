@@ -22,13 +22,13 @@ from .. import __version__
 from .. import argtypes as T
 from ..errors import Interrupted, KernelscopeError, signals_interrupt
 from ..report.text import clean
-from . import analyze, bundle, campaign, capture, ceilings, diff, figures, join, k8s, kernels, launch, op
+from . import analyze, bundle, campaign, capture, ceilings, diff, join, k8s, kernels, launch, op, report_roofline
 from .output import _silence_stdout, say
 
 # every verb in the order --help lists it, by the names it registers: each module's add_arguments registers the
 # verb's options, and the handler they set beside them
 VERBS: tuple[tuple[tuple[str, ...], Callable[[argparse._SubParsersAction[Any]], None]], ...] = (
-    (("analyze",), analyze.add_arguments), (("report", "roofline"), figures.add_arguments),
+    (("analyze",), analyze.add_arguments), (("report", "roofline"), report_roofline.add_arguments),
     (("campaign",), campaign.add_arguments), (("bundle",), bundle.add_arguments), (("join",), join.add_arguments),
     (("diff",), diff.add_arguments), (("k8s",), k8s.add_arguments), (("capture",), capture.add_arguments),
     (("op",), op.add_arguments), (("kernels",), kernels.add_arguments), (("launch",), launch.add_arguments),
