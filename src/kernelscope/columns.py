@@ -53,6 +53,7 @@ class Column:
     keys: tuple[tuple[str, Kind], ...] = ()  # a map's every key and its kind: its flat columns, `name.key`
     shown: Shown | None = None  # None: no view shows it as a column of its own
     key_units: tuple[tuple[str, str], ...] = ()  # a map's keys whose unit is not the map's unit: (key, unit)
+    key_shown: tuple[tuple[str, Shown], ...] = ()  # a map's keys the table shows as columns of their own
 
     def unit_of(self, key: str = "") -> str:
         """The unit of the column, or of one of a map's keys (what a `MAP.KEY` gate reads)."""
@@ -258,6 +259,7 @@ PLACED: tuple[Column, ...] = (
     Column("pct_of_achievable", "map", doc="%SoL against measured (achievable) ceilings",
            get=lambda a: None if a.achievable is None else dict(a.achievable),
            **_units(("% of the achievable ceiling", ("pct_compute", "pct_memory"))),
+           key_shown=(("pct_compute", Shown("ach comp", "%", ".0f")), ("pct_memory", Shown("ach mem", "%", ".0f"))),
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
     Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "

@@ -156,7 +156,7 @@ TABLE_FIGURES: tuple[tuple[str, int], ...] = (
     ("achieved_dram_tbps", 11), ("achieved_occupancy_pct", 12),
 )
 # --achievable's figures (analysis/pipeline.py), beside the datasheet's SoL comp and SoL mem
-ACHIEVABLE: tuple[tuple[str, str], ...] = (("pct_compute", "ach comp %"), ("pct_memory", "ach mem %"))
+ACHIEVABLE: tuple[tuple[str, Shown], ...] = BY_NAME["pct_of_achievable"].key_shown
 # a column a caller adds after `time %` (join's profile figures): the column and its value of a row
 Extra = tuple[Col, Callable[[Ranked], Any]]
 
@@ -192,8 +192,8 @@ def table(rows: Sequence[Ranked], labels: Mapping[str, str] | None = None, origi
              Col("roof", "roof", drop=3), Col("pct_sol", sol.heading, number(sol.fmt), right=True),
              *[Col(name, how.heading, number(how.fmt, how.scale), right=True, drop=drop)
                for name, drop in TABLE_FIGURES for how in (shown(name),)],
-             *[Col(f"pct_of_achievable.{key}", label, number(".0f"), right=True, drop=7)
-               for key, label in (ACHIEVABLE if achievable else ())],
+             *[Col(f"pct_of_achievable.{key}", how.heading, number(how.fmt), right=True, drop=7)
+               for key, how in (ACHIEVABLE if achievable else ())],
              Col("next_lever", "next lever", drop=6)]
     out = []
     for r in rows:
