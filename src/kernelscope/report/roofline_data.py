@@ -23,7 +23,7 @@ from ..analysis.verdict.roofs import flop_peak, hbm_peak
 from ..ceilings import CeilingsFile, DeviceCeilings, DeviceFacts
 from ..errors import KernelscopeError
 from ..model import KernelRecord
-from .kernels import Ranked, origin_labels, roof_name, total_time
+from .kernels import Ranked, origin_labels, roof_name, shown, total_time
 
 Held = tuple[float, float | None]  # a roof's figure for one kernel, and the clock it is held at (None: datasheet's)
 
@@ -83,6 +83,12 @@ def _short(key: str | None) -> str:
 
 def _fmt(value: float | None, spec: str, unit: str) -> str:
     return "unmeasured" if value is None else f"{value:{spec}} {unit}".rstrip()
+
+
+def _as_shown(name: str, value: float | None) -> str:
+    """A figure as the views show it (its declaration's scale, format and unit: columns.py)."""
+    how = shown(name)
+    return _fmt(None if value is None else value * how.scale, how.fmt, how.unit)
 
 
 def _roof_name(cls: str, path: str | None) -> str:
@@ -158,21 +164,22 @@ def _hollow(row: Ranked, dev: DeviceCeilings, share: float, origin: str | None, 
 
 def _details(row: Ranked, share: float, origin: str | None, launch: int | None) -> dict[str, str]:
     a, r = row.lead, row.lead.record
-    time = _fmt(None if row.total_ns is None else row.total_ns / 1e3, ".1f", "µs")
+    time = _as_shown("duration_ns", row.total_ns)
     where = ", ".join(x for x in (origin, None if launch is None else f"launch {launch}") if x)
     out = {
         "kernel": f"#{row.rank} {row.name}" + (f" ({len(row.group.launches)} launches)"
                                               if len(row.group.launches) > 1 else ""),
         **({"from": f"from {where}"} if where else {}),
         "verdict": f"{a.bound} · {time} ({100 * share:.1f} % of time)",
-        "figures": f"AI {_fmt(r.arithmetic_intensity, '.1f', 'FLOP/B')} · "
-                   f"{_fmt(r.achieved_tflops, '.1f', 'TFLOP/s')} · {_fmt(r.achieved_dram_tbps, '.2f', 'TB/s')}",
-        "SoL": f"compute {_fmt(a.pct_sol_compute, '.0f', '%')} ({_short(a.compute_ceiling_key)}) · memory "
-               f"{_fmt(a.pct_sol_memory, '.0f', '%')} ({_short(a.memory_ceiling_key)})",
+        "figures": f"AI {_as_shown('arithmetic_intensity', r.arithmetic_intensity)} · "
+                   f"{_as_shown('achieved_tflops', r.achieved_tflops)} · "
+                   f"{_as_shown('achieved_dram_tbps', r.achieved_dram_tbps)}",
+        "SoL": f"compute {_as_shown('pct_sol_compute', a.pct_sol_compute)} ({_short(a.compute_ceiling_key)}) · memory "
+               f"{_as_shown('pct_sol_memory', a.pct_sol_memory)} ({_short(a.memory_ceiling_key)})",
     }
     stands = verdict_roof(a)
     if stands is not None:
-        out["roof"] = f"verdict's roof: {roof_name(stands)} {_fmt(roof_pct(a), '.0f', '%')}" + \
+        out["roof"] = f"verdict's roof: {roof_name(stands)} {_as_shown('pct_sol', roof_pct(a))}" + \
             (" (provisional: the busiest unit, not a %SoL)" if a.provisional else "")
     return out
 
