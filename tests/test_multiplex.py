@@ -187,3 +187,12 @@ def test_a_group_whose_run_failed_leaves_its_figures_unmeasured_and_says_so(tmp_
     assert a.record.dram_bytes is not None and a.bound == "memory"
     assert "multiplexed: counter group(s) 4 failed to capture (the bundle's manifest says why): the figures they " \
            "feed are unmeasured" in a.record.notes
+
+
+def test_the_dry_run_with_stalls_says_what_was_not_measured(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The stall add-on's lone counters were never measured alone, and its whole list takes 18 passes."""
+    assert main(["capture", "--kernel", "copy", "--multiplex", "--add", "stalls", "--dry-run", "--out",
+                 str(tmp_path / "b"), "--ncu", "/usr/bin/true", "--", "/tmp/toy", "60"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(
+        "14 group(s) of a counter that takes 3-5 passes even alone, 4 of a counter whose passes alone are not "
+        "measured (the whole list replayed: 18 passes on one launch)")

@@ -447,15 +447,18 @@ def multiplex_line(plan: CapturePlan) -> str:
     from .ncu import multiplex
 
     groups = multiplex.groups(plan.addons)
-    more = sorted({multiplex.PASSES_ALONE[g[1]] for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE})
-    replayed = sum(1 for g in groups if len(g) == 2 and g[1] in multiplex.PASSES_ALONE)
+    more = multiplex.replayed(groups)
     runs = len(plan.units())
+    whole = multiplex.WHOLE_LIST_PASSES.get(plan.addons)
     return (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a group "
             f"for {len(plan.kernels)} kernel(s), {plan.launch_count} launch(es) each: {runs} runs, "
-            f"{runs * plan.launch_count * len(plan.kernels)} profiled launches, each of one pass but {replayed} "
+            f"{runs * plan.launch_count * len(plan.kernels)} profiled launches, each of one pass but {len(more)} "
             "group(s) of a counter that takes "
-            f"{'-'.join(map(str, more[::max(1, len(more) - 1)])) or 0} passes even alone (the whole list replayed: "
-            "12 passes on one launch)")
+            + (f"{min(more)}-{max(more)}" if more and min(more) != max(more) else str(max(more, default=0)))
+            + " passes even alone"
+            + (f", {alone} of a counter whose passes alone are not measured" if (alone := multiplex.unmeasured(groups))
+               else "")
+            + (f" (the whole list replayed: {whole} passes on one launch)" if whole else ""))
 
 
 def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:

@@ -199,8 +199,8 @@ def _launch_of(raw: RawKernel, figs: Figures, used: Mapping[str, C.Source]) -> t
     sources = {}
     for fig, src in used.items():
         ps = sorted(parts(fig), key=lambda p: p.group)
-        where = ", ".join(f"launch {p.launch_id} (group {p.group})" for p in ps) or "every launch"
-        sources[fig] = where + (f": {src.label}" if fig in figs.sources else "")
+        came = ", ".join(f"launch {p.launch_id} (group {p.group})" for p in ps) or "every launch"
+        sources[fig] = came + (f": {src.label}" if fig in figs.sources else "")
     merged = [p for p in raw.parts if p.refused is None]
     times = [p.duration_ns for p in merged if p.duration_ns is not None]
     ids = {p.launch_id for p in merged}

@@ -138,7 +138,8 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
         if path.is_dir():
             manifest = bundle_manifest(path)
             assert manifest is not None and manifest.multiplexed, path  # expand gives no other directory
-            yield from multiplexed.read(manifest, path / bundle_manifest_file.FILE, bundle_reports(path), iter_file)
+            yield from multiplexed.read(manifest, path / bundle_manifest_file.FILE, _reports_of(path, manifest),
+                                        iter_file)
             return
         with plain(path, shown) as (file, kind):
             for raw in _read_plain(file, shown, kind, sized):
@@ -205,7 +206,11 @@ def bundle_reports(directory: Path) -> list[Path]:
     """Reports in a directory: the bundle manifest's list when there is one, else every report
     under it (hidden staging folders of an interrupted capture are not reports). CSV exports beside
     a report are copies of it and are not read twice. Nothing outside the directory is read."""
-    manifest = bundle_manifest(directory)
+    return _reports_of(directory, bundle_manifest(directory))
+
+
+def _reports_of(directory: Path, manifest: BundleManifest | None) -> list[Path]:
+    """bundle_reports, for a directory whose manifest (or None) is read already."""
     if manifest is not None:
         where = directory / bundle_manifest_file.FILE
         if not manifest.reports:
@@ -275,7 +280,7 @@ def expand(paths: Inputs) -> list[Path]:
             if path.is_dir():
                 manifest = bundle_manifest(path)
                 # a multiplexed bundle is read whole (iter_file): its runs' launches are merged
-                found = bundle_reports(path) if manifest is None or not manifest.multiplexed else [path]
+                found = _reports_of(path, manifest) if manifest is None or not manifest.multiplexed else [path]
             elif path.exists() or path.is_symlink():
                 found = [path]
             else:

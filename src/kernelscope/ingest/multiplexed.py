@@ -1,5 +1,5 @@
 """A multiplexed bundle's launches merged back (capture --multiplex): each run collected one counter
-group on its own launches of a kernel, none replayed; the n-th launch of each group together make
+group on its own launches of a kernel; the n-th launch of each group together make
 one launch with every group's counters, and each figure says which launch it came from.
 
 Merged only where the launches did the same work: the same grid and block, and a duration within

@@ -15,10 +15,12 @@ passes (CaptureRecord.passes) and the merged launch says which were replayed.
 from __future__ import annotations
 
 from .. import catalogue
-from .metric_sets import AddonName, metric_list
+from .metric_sets import ROOFLINE, AddonName, metric_list
 
 MEASURED_ON = "NVIDIA H200, ncu 2025.3.1"
 ALLOWED_ADDONS: tuple[AddonName, ...] = ("stalls",)  # sol and nvlink are sections: sol alone takes 7 passes
+# the whole list's passes on one replayed launch, by add-ons (bench/data/passes-h200.json's timing)
+WHOLE_LIST_PASSES: dict[tuple[AddonName, ...], int] = {(): 12, ("stalls",): 18}
 # counters that take more than one pass even alone (H200, ncu 2025.3.1: tests/fixtures/multiplex's runs)
 PASSES_ALONE: dict[str, int] = {
     "lts__throughput.avg.pct_of_peak_sustained_elapsed": 5,
@@ -119,3 +121,14 @@ def groups(addons: tuple[AddonName, ...] = ()) -> tuple[tuple[str, ...], ...]:
     held = {m for g in out for m in g}
     out += [(catalogue.DURATION, m) for m in wanted if m not in held and m != catalogue.DURATION]
     return tuple(out)
+
+
+def replayed(groups: tuple[tuple[str, ...], ...]) -> list[int]:
+    """The passes of each group that is a counter taking more than one even alone (PASSES_ALONE)."""
+    return [PASSES_ALONE[g[1]] for g in groups if len(g) == 2 and g[1] in PASSES_ALONE]
+
+
+def unmeasured(groups: tuple[tuple[str, ...], ...]) -> int:
+    """Groups of one counter whose passes alone were never measured: the fixture's capture measured
+    the roofline list's; the stall add-on's lone counters only failed to pair."""
+    return sum(1 for g in groups if len(g) == 2 and g[1] not in PASSES_ALONE and g[1] not in ROOFLINE)

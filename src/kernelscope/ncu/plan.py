@@ -84,7 +84,7 @@ class CapturePlan:
     name_base: NameBase = "demangled"
     window: str = "start"  # start: launches counted from the process's start; serving: only serving traffic
     one_session: bool = False  # all kernels in one filter (one wrapped pod: one ncu, one model load)
-    multiplex: bool = False  # one counter group a run, each on its own launches: no launch replayed
+    multiplex: bool = False  # one counter group a run, each on its own launches (ncu/multiplex.py)
     notes: tuple[str, ...] = field(default=())
 
     def with_notes(self, *notes: str) -> CapturePlan:
@@ -154,7 +154,7 @@ def validate(plan: CapturePlan, policy: Policy, allow_unscoped: bool = False, fo
 
 def _multiplexable(plan: CapturePlan) -> None:
     """--multiplex collects our roofline list (and the stall add-on) one group a launch: ncu's sets
-    and sections are not groups, and one session over all kernels collects one list."""
+    and sections are not groups. (one_session refuses it: one session collects one list.)"""
     from .multiplex import ALLOWED_ADDONS
 
     if plan.metric_set != "roofline":
@@ -166,10 +166,9 @@ def _multiplexable(plan: CapturePlan) -> None:
                         "are ncu sections)")
     if not plan.kernels:
         raise PlanError("--multiplex needs --kernel: each group is collected on launches of the same kernel")
-    if plan.one_session:
-        raise PlanError("--multiplex needs one ncu session a counter group; this capture runs one session for all")
     if plan.replay_mode != "kernel":
-        raise PlanError("--multiplex replays nothing: --replay-mode application reruns the program per pass")
+        raise PlanError("--multiplex collects a group a launch under kernel replay: --replay-mode application "
+                        "reruns the program per pass")
 
 
 _REGEX_SPECIAL = re.compile(r"([.^$*+?()\[\]{}|\\])")
