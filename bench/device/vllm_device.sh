@@ -52,7 +52,7 @@ PY
     bash /root/vw/reassemble.sh /root/vw | tail -1 &&
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site /root/vw/*.whl &&
       python3 tests/fixtures/make/vllm/make_tiny.py /tmp/tiny | tail -1 ;;
-  serve) python3 bench/device/vllm_e2e.py serve "$OUT" ;;
+  serve|production|mux) python3 bench/device/vllm_e2e.py "$1" "$OUT" ;;
   k8s)
     export KUBE_HOST_MOUNTS="/usr /opt /etc /dev /proc /sys $PWD /tmp/site /tmp/tiny"
     eval "$(.gpukube/gpu-up)" || exit 1

@@ -12,6 +12,11 @@ stage prints one JSON document and writes it, with the bundles' reports, under O
     python3 bench/device/vllm_e2e.py secure OUTDIR    # the same server wanting an API key (VLLM_API_KEY from a Secret,
                                                # production-stack's secure setup): warm-ups carry it by reference
     python3 bench/device/vllm_e2e.py statefulset OUTDIR  # the server as a StatefulSet with a volumeClaimTemplate
+    python3 bench/device/vllm_e2e.py production OUTDIR   # the MoE server (make_moe.py, at $MOE) without ncu: its
+                                               # latency a 32-token completion, the baseline of `mux`
+    python3 bench/device/vllm_e2e.py mux OUTDIR          # the MoE server held by `kernelscope launch`; FA3, nvjet,
+                                               # fused MoE and RMS norm captured replayed, then --multiplex,
+                                               # requests timed throughout; both bundles in OUTDIR/mux.tar.xz
 
 Needs: the wheel set installed on PYTHONPATH, the model at $TINY (default /tmp/tiny: make/vllm/make_tiny.py),
 ncu on PATH; `k8s` also the cluster up in GPU-host mode (KUBECONFIG set).
@@ -36,6 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
 KS = [PY, "-m", "kernelscope.cli"]
 TINY = os.environ.get("TINY", "/tmp/tiny")
+MOE = os.environ.get("MOE", "/tmp/moe")
 NCU = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
 SERVER = [PY, "-m", "vllm.entrypoints.openai.api_server", "--model", TINY, "--served-model-name", "tiny",
           "--max-model-len", "1024", "--gpu-memory-utilization", "0.25", "--max-num-seqs", "8"]
@@ -332,11 +338,125 @@ def k8s(out: Path) -> dict[str, Any]:
     return result
 
 
+MUX_KERNELS = ("regex:FlashAttnFwdSm90", "regex:nvjet", "regex:fused_moe_kernel", "regex:rms_norm")
+
+
+def moe_server(port: int) -> list[str]:
+    if not (Path(MOE) / "model.safetensors").exists():
+        subprocess.run([PY, str(REPO / "tests/fixtures/make/vllm/make_moe.py"), MOE], check=True, capture_output=True)
+    return [*SERVER[:3], MOE, *SERVER[4:], "--port", str(port)]
+
+
+class Requests(threading.Thread):
+    """32-token completions back to back, each timed: (wall start, seconds or None, status)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.port, self.done, self.samples = port, threading.Event(), []  # type: ignore[var-annotated]
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            t = time.time()
+            try:
+                status, seconds = post(self.port, timeout=300)
+                self.samples.append((t, seconds, status))
+            except (OSError, urllib.error.URLError) as exc:
+                self.samples.append((t, None, repr(exc)[:80]))
+                time.sleep(1)
+
+    def window(self, a: float, b: float) -> dict[str, Any]:
+        inside = sorted(s for t, s, _ in self.samples if a <= t <= b and s is not None)
+        failed = sum(1 for t, s, _ in self.samples if a <= t <= b and s is None)
+        if not inside:
+            return {"requests": 0, "failed": failed}
+        return {"requests": len(inside), "failed": failed, "median_s": inside[len(inside) // 2],
+                "p90_s": inside[int(len(inside) * 0.9)], "max_s": inside[-1], "wall_s": round(b - a, 1)}
+
+
+def production(out: Path) -> dict[str, Any]:
+    """The MoE server as production runs it, no ncu: the latency a capture is held against."""
+    port = 8124
+    log = (out / "production.log").open("w")
+    server = subprocess.Popen(moe_server(port), stdout=log, stderr=subprocess.STDOUT)
+    result: dict[str, Any] = {"serving_after_s": serving(port, 300)}
+    if result["serving_after_s"] is not None:
+        [post(port) for _ in range(3)]
+        result["per_request_s"] = sorted(post(port)[1] for _ in range(20))
+    server.terminate()
+    server.wait(60)
+    return result
+
+
+def _mux_capture(name: str, *flags: str) -> tuple[subprocess.Popen[str], Path]:
+    bundle = Path(f"/tmp/b_{name}")
+    shutil.rmtree(bundle, ignore_errors=True)
+    args = [*KS, "capture", "--attach", "127.0.0.1:49152", *[x for k in MUX_KERNELS for x in ("--kernel", k)],
+            "--launch-count", "2", "--timeout", "420", "--out", str(bundle), *flags,
+            "--context", "model=MoE of Qwen3-30B-A3B layer shapes, 2 layers, bf16 (make_moe.py)"]
+    return subprocess.Popen(args, stdout=(Path("/tmp") / f"{name}.log").open("w"), stderr=subprocess.STDOUT,
+                            text=True), bundle
+
+
+def mux(out: Path) -> dict[str, Any]:
+    """The MoE server held by `kernelscope launch`: first the roofline list replayed (one session from
+    start-up, nothing profiled before POST /start_profile), then --multiplex (a session a counter group
+    against the serving process), 32-token completions timed throughout."""
+    port = 8125
+    log = (out / "sister.log").open("w")
+    server = subprocess.Popen([*KS, "launch", "--hold-timeout", "300", "--", *moe_server(port),
+                               "--profiler-config", '{"profiler": "cuda"}'], stdout=log, stderr=subprocess.STDOUT)
+    result: dict[str, Any] = {}
+    replayed, rb = _mux_capture("replayed", "--one-run", "--profile-from-start", "off")
+    result["serving_after_s"] = serving(port, 300)
+    requests = Requests(port)
+    windows: dict[str, tuple[float, float]] = {}
+    bundles = {"replayed": rb}
+    if result["serving_after_s"] is not None:
+        [post(port) for _ in range(3)]
+        requests.start()
+        time.sleep(10)
+        windows["held, before any capture"] = (time.time() - 10, time.time())
+        post(port, "/start_profile", b"{}")
+        t = time.time()
+        replayed.wait(440)
+        windows["replayed capture"] = (t, time.time())
+        time.sleep(10)
+        windows["held, between captures"] = (time.time() - 10, time.time())
+        multiplexed, bundles["multiplexed"] = _mux_capture("multiplexed", "--multiplex")
+        t = time.time()
+        try:
+            multiplexed.wait(T0 + 540 - time.monotonic())
+        except subprocess.TimeoutExpired:
+            multiplexed.kill()
+        windows["multiplexed capture"] = (t, time.time())
+        time.sleep(5)
+        requests.done.set()
+        result["captures"] = {"replayed": replayed.returncode, "multiplexed": multiplexed.returncode}
+    result["latency"] = {k: requests.window(a, b) for k, (a, b) in windows.items()}
+    result["logs"] = {k: (Path("/tmp") / f"{k}.log").read_text()[-2500:] for k in bundles
+                      if (Path("/tmp") / f"{k}.log").exists()}
+    server.terminate()
+    try:
+        server.wait(60)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    runs = {}
+    for k, b in bundles.items():
+        if (b / "manifest.json").exists():
+            caps = json.loads((b / "manifest.json").read_text())["captures"]
+            runs[k] = [{"group": c.get("group"), "passes": c.get("passes"), "exit": c.get("exit_code"),
+                        "s": c.get("wall_s"), "error": c.get("error")} for c in caps]
+    result["runs"] = runs
+    there = [str(b) for b in bundles.values() if b.exists()]
+    subprocess.run(["tar", "-cJf", str(out / "mux.tar.xz"), *there], check=False)
+    return result
+
+
 def main() -> None:
     stage, out = sys.argv[1], Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     stages = {"offline": offline, "serve": serve, "k8s": k8s, "secure": lambda o: real("secure", o),
-              "statefulset": lambda o: real("statefulset", o)}
+              "statefulset": lambda o: real("statefulset", o), "production": production, "mux": mux}
     result = stages[stage](out)
     result["stage_s"] = round(time.monotonic() - T0, 1)
     text = json.dumps(result, indent=1, default=str)
