@@ -3,6 +3,7 @@ and the launches merged back on read (ingest/multiplexed.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from kernelscope.analysis.derive import derive
 from kernelscope.cli import main
 from kernelscope.errors import PlanError
 from kernelscope.ingest import multiplexed as multiplexed_ingest
-from kernelscope.model import Assessment
+from kernelscope.model import Assessment, RawKernel
 from kernelscope.ncu import multiplex
 from kernelscope.ncu.argv import capture_argv
 from kernelscope.ncu.metric_sets import metric_list
@@ -148,6 +149,33 @@ def test_a_launch_that_did_other_work_is_not_merged_and_its_figures_stay_unmeasu
         assert rec.l2_bytes is None and "l2_bytes" in rec.unmeasured
         assert any(n.startswith(f"multiplexed: group {group}'s launch {raw.launch_id} not merged: ") and said in n
                    for n in rec.notes), rec.notes
+
+
+@captured
+def test_one_kernel_on_two_shapes_merges_each_shape_with_its_own_launches() -> None:
+    """vLLM runs its fused MoE kernel on two shapes a layer, and each group's session starts at
+    another point of a step: a run that met the shapes in the other order still merges each shape's
+    launches with each other, and nothing is refused."""
+    from kernelscope.ingest import bundle_manifest, bundle_reports, iter_file
+
+    manifest = bundle_manifest(MUX / "toy-multiplexed")
+    assert manifest is not None
+    reports = bundle_reports(MUX / "toy-multiplexed")
+    first = {path: next(raw for raw in iter_file(path) if raw.name == "copy") for path in reports}
+
+    def two_shapes(path: Path) -> Iterator[RawKernel]:
+        raw = first[path]
+        other = replace(raw, grid="(7, 1, 1)", launch_id=raw.launch_id + 1,
+                        metrics={**raw.metrics, catalogue.DURATION: 3 * raw.metrics[catalogue.DURATION]})
+        return iter((raw, other) if reports.index(path) % 2 else (other, raw))
+
+    merged = list(multiplexed_ingest.read(manifest, MUX / "toy-multiplexed", reports, two_shapes))
+    assert sorted(m.grid or "" for m in merged) == sorted(["(7, 1, 1)", first[reports[0]].grid or ""])
+    for m in merged:
+        assert len(m.parts) == len(reports) and all(p.refused is None for p in m.parts), (m.grid, m.parts)
+    slow = next(m for m in merged if m.grid == "(7, 1, 1)")
+    fast = next(m for m in merged if m.grid != "(7, 1, 1)")
+    assert min(p.duration_ns or 0 for p in slow.parts) > 2 * max(p.duration_ns or 0 for p in fast.parts)
 
 
 @captured

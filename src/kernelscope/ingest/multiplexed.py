@@ -68,20 +68,23 @@ def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
          read_report: Callable[[Path], Iterator[RawKernel]]) -> Iterator[RawKernel]:
     """The bundle's launches merged: its reports (`reports`, the manifest's list as ingest found
     them) read with `read_report`, the n-th launch of a kernel in each group's run merged, kernels
-    in the order they first appear. A group that collected no launch of a kernel (a filter whose
+    in the order they first appear. A kernel is its name, grid and block: an engine runs one kernel
+    on several shapes (vLLM's fused MoE on its gate-up and its down projection, one cuBLAS kernel on
+    two GEMMs), and each session starts at another point of a step, so the n-th launch of a name
+    alone would pair different work. A group that collected no launch of a kernel (a filter whose
     launches went to another kernel) is said in the merged launch's notes."""
     by_report = {c.report: c for c in manifest.captures if c.report is not None}
     runs = [by_report.get(rel) for rel in manifest.reports]
     if None in runs or len(runs) != len(reports):
         raise InputError(where, "a multiplexed bundle whose reports are not its capture runs' (each report names "
                                 "the counter group it holds): it cannot be merged")
-    by_kernel: dict[str, dict[int, list[tuple[int | None, RawKernel]]]] = {}
+    by_kernel: dict[tuple[str, str | None, str | None], dict[int, list[tuple[int | None, RawKernel]]]] = {}
     for run, path in zip(runs, reports, strict=True):
         assert run is not None
         group = run.group if run.group is not None else 0
         for i, raw in enumerate(read_report(path)):
             passes = run.passes[i] if i < len(run.passes) else None
-            by_kernel.setdefault(raw.name_full, {}).setdefault(group, []).append((passes, raw))
+            by_kernel.setdefault((raw.name_full, raw.grid, raw.block), {}).setdefault(group, []).append((passes, raw))
     failed = sorted({c.group for c in manifest.captures if c.group is not None and c.report is None})
     ran = sorted({c.group for c in manifest.captures if c.group is not None and c.report is not None})
     for groups in by_kernel.values():
@@ -91,8 +94,9 @@ def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
             merged = merge(launches)
             absent = missing + [g for g in sorted(groups) if n >= len(groups[g])]
             said = [f"multiplexed: counter group(s) {', '.join(map(str, sorted(absent)))} collected no launch of this "
-                    "kernel (their runs' launches went to another kernel the filter matched): the figures they feed "
-                    "are unmeasured; an exact --kernel name collects every group on the same kernel"] if absent else []
+                    "kernel on this grid and block (their runs' launches went to other kernels or shapes the filter "
+                    "matched): the figures they feed are unmeasured; an exact --kernel name and a larger "
+                    "--launch-count collect more groups on the same work"] if absent else []
             said += [f"multiplexed: counter group(s) {', '.join(map(str, failed))} failed to capture (the bundle's "
                      "manifest says why): the figures they feed are unmeasured"] if failed else []
             yield replace(merged, notes=(*merged.notes, *said)) if said else merged
