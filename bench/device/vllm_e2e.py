@@ -344,7 +344,7 @@ MUX_KERNELS = ("regex:FlashAttnFwdSm90", "regex:nvjet", "regex:fused_moe_kernel"
 def moe_server(port: int) -> list[str]:
     if not (Path(MOE) / "model.safetensors").exists():
         subprocess.run([PY, str(REPO / "tests/fixtures/make/vllm/make_moe.py"), MOE], check=True, capture_output=True)
-    return [*SERVER[:3], MOE, *SERVER[4:], "--port", str(port)]
+    return [*SERVER[:4], MOE, *SERVER[5:], "--port", str(port)]
 
 
 class Requests(threading.Thread):
