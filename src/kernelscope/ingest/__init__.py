@@ -161,7 +161,7 @@ def report_manifest(path: Path) -> ReportManifest | None:
         with plain(path, shown) as (file, kind):
             if kind != "ncu-rep":
                 return None
-            recorded = session.read(file, shown)
+            recorded = session.read(ncu_rep.framing(file, shown))
             launch = ncu_rep.first_launch(file, shown)
     except OSError as exc:
         raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
