@@ -9,7 +9,6 @@ never a crash or a silent "?".
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -274,6 +273,8 @@ def read(path: Path) -> BundleManifest:
 
 def sha256_file(path: Path) -> str:
     """Its sha256, read through the one bounded open of a user's file."""
+    import hashlib  # here: only bundles need it, and loading OpenSSL costs every analyze start-up ~3 ms
+
     h = hashlib.sha256()
     with open_input(path, what="report") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):

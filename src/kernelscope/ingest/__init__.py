@@ -25,7 +25,7 @@ from ..files import MAX_INPUT_BYTES, open_input
 from ..manifest import BundleManifest, GpuFacts, NcuFacts, ReportManifest
 from ..model import RawKernel
 from ..ncu import cmdline, metric_sets
-from . import csv_pages, multiplexed, ncu_rep, session
+from . import csv_pages, ncu_rep, session
 from .detect import sniff
 from .parts import NO_LAUNCHES
 
@@ -136,6 +136,8 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
     count = 0
     try:
         if path.is_dir():
+            from . import multiplexed  # here: only a multiplexed bundle needs it (and statistics, ~3 ms a start-up)
+
             manifest = bundle_manifest(path)
             assert manifest is not None and manifest.multiplexed, path  # expand gives no other directory
             yield from multiplexed.read(manifest, path / bundle_manifest_file.FILE, _reports_of(path, manifest),
