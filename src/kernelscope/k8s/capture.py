@@ -24,13 +24,14 @@ from ..errors import Interrupted, KubeError, PlanError
 from ..manifest import KubeContext, NcuFacts
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import ProfilerSwitch, context_of, is_vllm, recognise, with_options, words
+from ..serving import context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .findings import Inspection, Strategy
 from .inspect import inspect
 from .kubectl import Kube, Step, check_name, ref
 from .manifest_file import load as load_manifest
 from .transport import PodTransport, Warmup
+from .vllm_release import ProfilerSwitch
 from .workload import parse_target
 
 
