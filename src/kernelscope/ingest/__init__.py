@@ -27,8 +27,8 @@ from ..model import RawKernel
 from ..ncu import cmdline, metric_sets
 from . import csv_pages, ncu_rep, session
 from .detect import sniff
-from .parts import NO_LAUNCHES
 
+NO_LAUNCHES = "holds no profiled kernel launches"
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
 MAX_REPORTS = 1024  # reports one bundle may list: a capture's kernels, one report each
 CHUNK = 1 << 20
