@@ -107,18 +107,19 @@ class Judge:
         """The selected launches among `raws`, judged one at a time as they are read."""
         return map(self.one, records_of(raws, self.matcher))
 
-    def _home(self, rec: KernelRecord, of: Mapping[Path, Any]) -> Any:
-        """What `of` holds for the bundle the record's report is in, if any."""
+    def _home(self, source: Path, of: Mapping[Path, Any]) -> Any:
+        """What `of` holds for the bundle the report `source` is in, if any."""
         if not any(of.values()):
             return None
-        home = next((d for d in of if Path(rec.source).is_relative_to(d)), None)
+        home = next((d for d in of if source.is_relative_to(d)), None)
         return None if home is None else of[home]
 
     def one(self, rec: KernelRecord) -> Assessment:
         measured = None if self.measured is None else (self.measured.pick(rec.device), self.measured.origin)
+        source = Path(rec.source)
         return assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
-                      self._home(rec, self.serving), capture=self._home(rec, self.capture),
-                      analytic=self._home(rec, self.analytic), measured=measured, ceilings_origin=self.table.origin)
+                      self._home(source, self.serving), capture=self._home(source, self.capture),
+                      analytic=self._home(source, self.analytic), measured=measured, ceilings_origin=self.table.origin)
 
 
 def judge_for(
