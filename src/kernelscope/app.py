@@ -26,9 +26,9 @@ from .analysis.pipeline import load as load_records
 from .ceilings import Arch, CeilingsFile, DeviceCeilings, DeviceFacts, described
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .manifest import BundleManifest, NcuFacts, Recorded, ReportManifest
 from .model import Assessment
 from .report.progress import Steps, metered, quiet
+from .report_manifest import NcuFacts, ReportManifest
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
@@ -38,11 +38,12 @@ if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that 
     from .capture.transport import Progress
     from .k8s.capture import Cleanup, K8sCaptureRequest, K8sCaptureResult
     from .k8s.findings import Inspection, Strategy
-    from .manifest import Analytic
+    from .manifest import BundleManifest, Recorded
     from .ncu.plan import CapturePlan
     from .ncu.version import NcuInfo
     from .report import diff as diffing
     from .report import join as joining
+    from .report_manifest import Analytic
 
 
 # -- analysis ------------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: Mapping[Path,
         "ceilings_file": ceilings.origin,
         "hw_override": r.hw,
         "achievable_file": _measured(r),
-        "bundles": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, BundleManifest)},
+        "bundles": {str(d): plain(m) for d, m in manifests.items() if not isinstance(m, ReportManifest)},
         "reports": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, ReportManifest)},
     }
 

@@ -7,18 +7,21 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ceilings import CeilingsFile, DeviceFacts
 from ..ceilings import load as load_ceilings
 from ..errors import InputError, KernelscopeError
 from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
-from ..manifest import Analytic, BundleManifest, Recorded
 from ..model import Assessment, Capture, KernelRecord, RawKernel
 from ..serving import Serving, from_context
 from .derive import derive
 from .verdict import assess
+
+if TYPE_CHECKING:  # the bundle manifest loads with the first directory read (ingest.bundle_manifest)
+    from ..manifest import BundleManifest, Recorded
+    from ..report_manifest import Analytic
 
 
 def kernel_matcher(pattern: str | None) -> re.Pattern[str] | str | None:

@@ -21,9 +21,10 @@ from ..capture.bundle import report_stem
 from ..capture.preflight import vllm_cuda_profiler
 from ..capture.transport import Progress
 from ..errors import Interrupted, KubeError, PlanError
-from ..manifest import KubeContext, NcuFacts
+from ..manifest import KubeContext
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
+from ..report_manifest import NcuFacts
 from ..serving import context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .findings import Inspection, Strategy

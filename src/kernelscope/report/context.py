@@ -10,8 +10,9 @@ from pathlib import PurePath
 from typing import Any
 
 from .. import redact
-from ..manifest import Recorded, ReportManifest
+from ..manifest import Recorded
 from ..ncu.metric_sets import METRICS_SECTION
+from ..report_manifest import ReportManifest
 
 UNKNOWN = "unknown"
 NOT_RECORDED = "not recorded"

@@ -10,8 +10,8 @@ import math
 from dataclasses import replace
 
 from ...ceilings import DeviceCeilings
-from ...manifest import Analytic
 from ...model import Assessment, Capture, KernelRecord, Limiter, Provenance
+from ...report_manifest import Analytic
 from ...serving import Serving
 from .. import overshoot
 from ..categories import categorize
