@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that 
 # -- analysis ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AnalyzeRequest:
+    """What to analyse (the inputs) and against what: --kernel, --hw, --ceilings, --achievable."""
+
     inputs: tuple[Path, ...]
     kernel: str | None = None
     hw: str | None = None
@@ -74,6 +76,8 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: Mapping[Path,
 
 @dataclass(frozen=True)
 class Analysis:
+    """Every launch judged, the ceilings they were held to and each input's capture context."""
+
     request: AnalyzeRequest
     items: list[Assessment]
     ceilings: CeilingsFile
@@ -410,6 +414,8 @@ def find_ncu(explicit: str | None) -> str:
 
 @dataclass(frozen=True)
 class CaptureRequest:
+    """A capture to run: its plan, where the bundle goes, and how ncu runs."""
+
     plan: CapturePlan
     out: Path
     command: tuple[str, ...]
@@ -423,6 +429,8 @@ class CaptureRequest:
 
 @dataclass(frozen=True)
 class CaptureResult:
+    """What a capture found and made: its findings, its bundle's manifest, or the dry run's command lines."""
+
     findings: list[Finding]
     dry_run: list[str] | None = None  # the exact ncu command lines, when nothing ran
     manifest: BundleManifest | None = None
@@ -514,6 +522,8 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
 
 @dataclass(frozen=True)
 class OpRequest:
+    """A single-op harness capture: the op's call, the kernel to keep and the capture around it."""
+
     harness: OpSpec  # the op's call, settled (capture.harness.settle)
     kernel: str | None
     capture: CaptureRequest  # its plan's kernels, window and target are filled in here
@@ -534,6 +544,8 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
 
 @dataclass(frozen=True)
 class KernelsResult:
+    """The program's kernels as ncu listed them, and how many launches the listing profiled."""
+
     rows: list[Listed]
     profiled: int
     cap: int | None  # the timed listing's launch cap; None: the untimed listing

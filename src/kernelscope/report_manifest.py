@@ -20,6 +20,8 @@ class GpuFacts:
 
 @dataclass(frozen=True)
 class NcuFacts:
+    """The ncu binary a capture ran: its path and its version."""
+
     path: str
     version: str
 

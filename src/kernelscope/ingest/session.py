@@ -31,6 +31,8 @@ CUDA = "CUDA Version"
 
 @dataclass(frozen=True)
 class Session:
+    """What a report records of the ncu session that wrote it; None or () where it records none."""
+
     ncu_version: str | None = None  # "2025.3.1.0"
     cuda_version: str | None = None  # the driver's CUDA version, "13.0"
     command_line: str | None = None  # ncu's, as recorded (secrets still in it: redact before showing)
