@@ -158,7 +158,7 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
 
 
 def report_manifest(path: Path) -> ReportManifest | None:
-    """A bare `.ncu-rep`'s own context (manifest.ReportManifest), or None for a CSV export, which
+    """A bare `.ncu-rep`'s own context (report_manifest.ReportManifest), or None for a CSV export, which
     records none. The report's session details (ingest/session.py), its first launch's sections,
     metrics and clocks (ncu_rep.first_launch), ncu's command line split into ncu's options and the
     program (ncu/cmdline.py), every command line redacted."""

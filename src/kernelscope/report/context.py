@@ -1,5 +1,5 @@
 """The full-context header: what a reviewer needs to trust a number. Every field is filled from
-the bundles' manifests, the bare reports' own records (manifest.ReportManifest) and the campaign
+the bundles' manifests, the bare reports' own records (report_manifest.ReportManifest) and the campaign
 config when they know it, and says "unknown" (or "not recorded") otherwise."""
 
 from __future__ import annotations
