@@ -18,7 +18,7 @@ from kernelscope.ncu import metric_sets
 SRC = Path(__file__).resolve().parents[1] / "src" / "kernelscope"
 # lowest first: a module may import only from its own layer's package or from lower layers
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "files", "redact", "typed", "argtypes", "model", "catalogue", "manifest", "serving"),
+    ("errors", "files", "redact", "typed", "argtypes", "model", "catalogue", "report_manifest", "manifest", "serving"),
     ("ncu",),
     ("ingest", "ceilings"),
     ("analysis",),

@@ -35,7 +35,8 @@ from kernelscope.errors import InputError
 from kernelscope.ingest import parts
 from kernelscope.ingest.parts import CsvSplit, ReportSplit, split
 from kernelscope.report import stream
-from kernelscope.report.table import Col, Table, inert, render_csv
+from kernelscope.report.csv_fields import inert
+from kernelscope.report.table import Col, Table, render_csv
 from kernelscope.report.writers import csv_line, dumps, to_json_and_csv
 
 BENCH_REPORT = Path(__file__).resolve().parents[1] / "bench" / "data" / "many.ncu-rep.gz"

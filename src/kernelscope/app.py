@@ -26,9 +26,9 @@ from .analysis.pipeline import load as load_records
 from .ceilings import Arch, CeilingsFile, DeviceCeilings, DeviceFacts, described
 from .errors import InputError, KernelscopeError, PlanError
 from .files import check_output_path, staged, write_file, write_files
-from .manifest import BundleManifest, NcuFacts, Recorded, ReportManifest
 from .model import Assessment
 from .report.progress import Steps, metered, quiet
+from .report_manifest import NcuFacts, ReportManifest
 from .typed import plain
 
 if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that use them (start-up time)
@@ -38,16 +38,19 @@ if TYPE_CHECKING:  # the capture and comparison stacks load with the verbs that 
     from .capture.transport import Progress
     from .k8s.capture import Cleanup, K8sCaptureRequest, K8sCaptureResult
     from .k8s.findings import Inspection, Strategy
-    from .manifest import Analytic
+    from .manifest import BundleManifest, Recorded
     from .ncu.plan import CapturePlan
     from .ncu.version import NcuInfo
     from .report import diff as diffing
     from .report import join as joining
+    from .report_manifest import Analytic
 
 
 # -- analysis ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AnalyzeRequest:
+    """What to analyse (the inputs) and against what: --kernel, --hw, --ceilings, --achievable."""
+
     inputs: tuple[Path, ...]
     kernel: str | None = None
     hw: str | None = None
@@ -66,13 +69,15 @@ def _context(r: AnalyzeRequest, ceilings: CeilingsFile, manifests: Mapping[Path,
         "ceilings_file": ceilings.origin,
         "hw_override": r.hw,
         "achievable_file": _measured(r),
-        "bundles": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, BundleManifest)},
+        "bundles": {str(d): plain(m) for d, m in manifests.items() if not isinstance(m, ReportManifest)},
         "reports": {str(d): plain(m) for d, m in manifests.items() if isinstance(m, ReportManifest)},
     }
 
 
 @dataclass(frozen=True)
 class Analysis:
+    """Every launch judged, the ceilings they were held to and each input's capture context."""
+
     request: AnalyzeRequest
     items: list[Assessment]
     ceilings: CeilingsFile
@@ -409,6 +414,8 @@ def find_ncu(explicit: str | None) -> str:
 
 @dataclass(frozen=True)
 class CaptureRequest:
+    """A capture to run: its plan, where the bundle goes, and how ncu runs."""
+
     plan: CapturePlan
     out: Path
     command: tuple[str, ...]
@@ -422,6 +429,8 @@ class CaptureRequest:
 
 @dataclass(frozen=True)
 class CaptureResult:
+    """What a capture found and made: its findings, its bundle's manifest, or the dry run's command lines."""
+
     findings: list[Finding]
     dry_run: list[str] | None = None  # the exact ncu command lines, when nothing ran
     manifest: BundleManifest | None = None
@@ -513,6 +522,8 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
 
 @dataclass(frozen=True)
 class OpRequest:
+    """A single-op harness capture: the op's call, the kernel to keep and the capture around it."""
+
     harness: OpSpec  # the op's call, settled (capture.harness.settle)
     kernel: str | None
     capture: CaptureRequest  # its plan's kernels, window and target are filled in here
@@ -533,6 +544,8 @@ def op(req: OpRequest, progress: Progress = lambda _: None) -> CaptureResult:
 
 @dataclass(frozen=True)
 class KernelsResult:
+    """The program's kernels as ncu listed them, and how many launches the listing profiled."""
+
     rows: list[Listed]
     profiled: int
     cap: int | None  # the timed listing's launch cap; None: the untimed listing

@@ -36,6 +36,8 @@ Arch = Literal["hopper", "blackwell"]
 
 @dataclass(frozen=True)
 class Counter:
+    """One ncu counter kernelscope reads: its group and the figure (or figures) it feeds."""
+
     name: str
     group: Group
     feeds: str  # the figure (or figures) it is read for
@@ -264,6 +266,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Figure:
+    """One derived figure and its sources, in the order they are tried."""
+
     name: str
     sources: tuple[Source, ...]
 

@@ -44,6 +44,8 @@ class Shown:
 
 @dataclass(frozen=True)
 class Column:
+    """One column of the kernel objects and flat CSV: its kind, unit, doc and how it is read."""
+
     name: str
     kind: Kind
     unit: str  # "" for text; every figure carries its unit here (a map of several units: see key_units)

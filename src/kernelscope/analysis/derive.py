@@ -80,8 +80,10 @@ def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | 
     return Figures(values, sources, frozenset(na))
 
 
+@functools.cache
 def classes(names: C.Arch) -> tuple[str, ...]:
-    """The precision classes this architecture has (fp4 only on Blackwell)."""
+    """The precision classes this architecture has (fp4 only on Blackwell); taken once, not three
+    times a launch."""
     return tuple(c for c, by in C.TENSOR_FLOPS.items() if by[names]) + tuple(C.SIMT_FLOPS)
 
 

@@ -16,6 +16,8 @@ from .levers import saved_fraction
 
 @dataclass(frozen=True)
 class FrontierItem:
+    """A lever of one kernel in the frontier's ranking, scored by the share of the run it could save a cost."""
+
     score: float  # expected gain x time share / cost: % of the whole run saved, per unit of cost
     kernel: str  # as shown: the short name, with template arguments where two kernels share it
     kernel_full: str  # the kernel's identity (groups.py)

@@ -16,6 +16,8 @@ OVER = "over 100 % of a ceiling"  # how each such note begins
 
 @dataclass(frozen=True, order=True)
 class Over:
+    """One figure past 100 % of a ceiling: how far, of which ceiling, at which clock."""
+
     pct: float  # % of the ceiling
     key: str  # the ceiling's key (with @path for a tensor roof)
     measured: bool  # of the --achievable (measured) ceilings, not the ones the verdict is held to

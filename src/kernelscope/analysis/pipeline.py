@@ -7,18 +7,21 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ceilings import CeilingsFile, DeviceFacts
 from ..ceilings import load as load_ceilings
 from ..errors import InputError, KernelscopeError
 from ..ingest import Inputs, bundle_manifest, expand, iter_inputs, report_manifest
 from ..ingest import input_paths as as_paths
-from ..manifest import Analytic, BundleManifest, Recorded
 from ..model import Assessment, Capture, KernelRecord, RawKernel
 from ..serving import Serving, from_context
 from .derive import derive
 from .verdict import assess
+
+if TYPE_CHECKING:  # the bundle manifest loads with the first directory read (ingest.bundle_manifest)
+    from ..manifest import BundleManifest, Recorded
+    from ..report_manifest import Analytic
 
 
 def kernel_matcher(pattern: str | None) -> re.Pattern[str] | str | None:
@@ -107,18 +110,19 @@ class Judge:
         """The selected launches among `raws`, judged one at a time as they are read."""
         return map(self.one, records_of(raws, self.matcher))
 
-    def _home(self, rec: KernelRecord, of: Mapping[Path, Any]) -> Any:
-        """What `of` holds for the bundle the record's report is in, if any."""
+    def _home(self, source: Path, of: Mapping[Path, Any]) -> Any:
+        """What `of` holds for the bundle the report `source` is in, if any."""
         if not any(of.values()):
             return None
-        home = next((d for d in of if Path(rec.source).is_relative_to(d)), None)
+        home = next((d for d in of if source.is_relative_to(d)), None)
         return None if home is None else of[home]
 
     def one(self, rec: KernelRecord) -> Assessment:
         measured = None if self.measured is None else (self.measured.pick(rec.device), self.measured.origin)
+        source = Path(rec.source)
         return assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
-                      self._home(rec, self.serving), capture=self._home(rec, self.capture),
-                      analytic=self._home(rec, self.analytic), measured=measured, ceilings_origin=self.table.origin)
+                      self._home(source, self.serving), capture=self._home(source, self.capture),
+                      analytic=self._home(source, self.analytic), measured=measured, ceilings_origin=self.table.origin)
 
 
 def judge_for(

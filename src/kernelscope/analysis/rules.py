@@ -231,6 +231,8 @@ def not_judged(rec: KernelRecord, tensor_work: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class LimiterRule:
+    """A line of the limiter story: when it applies, and what it says."""
+
     name: str
     when: Callable[[Facts], bool]
     say: Callable[[Facts], str]

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import KernelscopeError
-from ..manifest import FILE, PROFILES, BundleManifest, GpuFacts, sha256_file
+from ..manifest import FILE, PROFILES, BundleManifest, sha256_file
+from ..report_manifest import GpuFacts
 
 
 def slug(kernel: str | None, index: int) -> str:

@@ -18,9 +18,10 @@ from .. import __version__, redact, serving
 from ..errors import KernelscopeError
 from ..ingest import read_file
 from ..ingest.ncu_rep import first_launch
-from ..manifest import Analytic, BundleManifest, CaptureRecord, CommandRun, KubeContext, NcuFacts, Scoping, redacted
+from ..manifest import BundleManifest, CaptureRecord, CommandRun, KubeContext, Scoping, redacted
 from ..ncu.argv import capture_argv, import_argv, listing_argv
 from ..ncu.plan import CapturePlan, CaptureUnit
+from ..report_manifest import Analytic, NcuFacts
 from .bundle import publish, report_stem, staging
 from .diagnose import Diagnosis, diagnose, unmatched_kernels
 from .transport import CaptureTransport, LocalProcess, Progress

@@ -22,7 +22,7 @@ from ..argtypes import amount, count, positive
 from ..errors import UsageError
 
 if TYPE_CHECKING:  # imported in work(): `kernelscope --help` builds the op parser and must start fast
-    from ..manifest import Analytic
+    from ..report_manifest import Analytic
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 
@@ -99,7 +99,7 @@ def settle(options: Mapping[str, Any]) -> OpSpec:
 
 def work(a: OpSpec) -> Analytic:
     """Analytic FLOP and bytes of one call, from the shapes (conventions noted per op)."""
-    from ..manifest import Analytic
+    from ..report_manifest import Analytic
 
     if a.op == "callable":
         return Analytic("callable", f"{a.callable}({', '.join(a.arg)})", a.flops, a.bytes, a.warmup, a.iters)

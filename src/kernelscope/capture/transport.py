@@ -22,7 +22,8 @@ from typing import IO, Protocol
 
 from ..errors import KernelscopeError
 from ..ingest.detect import check_ncu_rep_framing
-from ..manifest import GpuFacts, Transport
+from ..manifest import Transport
+from ..report_manifest import GpuFacts
 from .bundle import parse_gpu_facts
 
 Progress = Callable[[str], None]

@@ -25,6 +25,8 @@ PACKAGED = "sol-ceilings.yaml"
 
 @dataclass(frozen=True)
 class CeilingsFile:
+    """A ceilings file's devices, and the entry each device judged picks (one lookup a device)."""
+
     origin: str
     devices: Mapping[str, DeviceCeilings]
     _found: dict[tuple[str | None, str | None, DeviceFacts | None], DeviceCeilings] = field(

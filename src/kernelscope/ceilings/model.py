@@ -23,6 +23,8 @@ PRECISION_CEILING: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Ceiling:
+    """One sourced peak (TFLOP/s or TB/s) at its clock, and how it checks against the report."""
+
     key: str  # full key path, e.g. "h200-sxm.compute.bf16"
     value: float | None  # TFLOP/s or TB/s; None: no sourced figure
     source: str
@@ -92,6 +94,8 @@ class Arch:
 
 @dataclass(frozen=True)
 class DeviceCeilings:
+    """One device's roofs: memory, each precision's compute, tensor paths and links."""
+
     hw_key: str
     name: str
     origin: str  # the file the figures came from

@@ -17,18 +17,21 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import manifest as bundle_manifest_file
 from .. import redact, serving
 from ..errors import InputError, KernelscopeError
 from ..files import MAX_INPUT_BYTES, open_input
-from ..manifest import BundleManifest, GpuFacts, NcuFacts, ReportManifest
 from ..model import RawKernel
 from ..ncu import cmdline, metric_sets
-from . import csv_pages, multiplexed, ncu_rep, session
+from ..report_manifest import GpuFacts, NcuFacts, ReportManifest
+from . import csv_pages, ncu_rep, session
 from .detect import sniff
-from .parts import NO_LAUNCHES
 
+if TYPE_CHECKING:  # the bundle manifest loads with the first directory read: a report's analysis needs none of it
+    from ..manifest import BundleManifest
+
+NO_LAUNCHES = "holds no profiled kernel launches"
 REPORT_GLOBS = ("*.ncu-rep", "*.ncu-rep.gz")
 MAX_REPORTS = 1024  # reports one bundle may list: a capture's kernels, one report each
 CHUNK = 1 << 20
@@ -136,6 +139,9 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
     count = 0
     try:
         if path.is_dir():
+            from .. import manifest as bundle_manifest_file
+            from . import multiplexed  # here: only a multiplexed bundle needs it (and statistics, ~3 ms a start-up)
+
             manifest = bundle_manifest(path)
             assert manifest is not None and manifest.multiplexed, path  # expand gives no other directory
             yield from multiplexed.read(manifest, path / bundle_manifest_file.FILE, _reports_of(path, manifest),
@@ -152,7 +158,7 @@ def iter_file(path: Path, sized: ncu_rep.Sized | None = None) -> Iterator[RawKer
 
 
 def report_manifest(path: Path) -> ReportManifest | None:
-    """A bare `.ncu-rep`'s own context (manifest.ReportManifest), or None for a CSV export, which
+    """A bare `.ncu-rep`'s own context (report_manifest.ReportManifest), or None for a CSV export, which
     records none. The report's session details (ingest/session.py), its first launch's sections,
     metrics and clocks (ncu_rep.first_launch), ncu's command line split into ncu's options and the
     program (ncu/cmdline.py), every command line redacted."""
@@ -161,7 +167,7 @@ def report_manifest(path: Path) -> ReportManifest | None:
         with plain(path, shown) as (file, kind):
             if kind != "ncu-rep":
                 return None
-            recorded = session.read(file, shown)
+            recorded = session.read(ncu_rep.framing(file, shown))
             launch = ncu_rep.first_launch(file, shown)
     except OSError as exc:
         raise InputError(shown, f"cannot read ({exc.strerror or exc})") from exc
@@ -196,6 +202,8 @@ def inside(root: Path, rel: str, shown: Path) -> Path:
 
 def bundle_manifest(directory: Path) -> BundleManifest | None:
     """A capture bundle's manifest (its full context), or None for a plain directory of reports."""
+    from .. import manifest as bundle_manifest_file  # here: a report's analysis reads none (~5 ms at start-up)
+
     path = directory / bundle_manifest_file.FILE
     if not path.is_file() and not path.is_symlink():
         return None
@@ -212,6 +220,8 @@ def bundle_reports(directory: Path) -> list[Path]:
 def _reports_of(directory: Path, manifest: BundleManifest | None) -> list[Path]:
     """bundle_reports, for a directory whose manifest (or None) is read already."""
     if manifest is not None:
+        from .. import manifest as bundle_manifest_file
+
         where = directory / bundle_manifest_file.FILE
         if not manifest.reports:
             raise InputError(where, "bundle lists no reports (every capture in it failed)")
@@ -238,8 +248,10 @@ def _as_captured(path: Path, sha256: str | None) -> Path:
     copy cut between two of its launches reads as a whole report of fewer (ingest/detect.py), and
     only this record tells it apart."""
     if sha256 is not None:
+        from ..manifest import sha256_file
+
         try:
-            found = bundle_manifest_file.sha256_file(path)
+            found = sha256_file(path)
         except OSError as exc:
             raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
         if found != sha256:

@@ -46,10 +46,13 @@ LOG_LINE = re.compile(rb"==[A-Z]+==")  # ncu's log lines (==PROF==, ==WARNING==)
 
 @dataclass(frozen=True)
 class Framing:
-    """What a whole report's blocks declare: its kernel launches and any other results."""
+    """What a whole report's blocks declare: its kernel launches and any other results, and what
+    their headers record of the session (ingest/session.py reads it: the one walk of the blocks)."""
 
     results: int
     other_results: int
+    sessions: tuple[bytes, ...] = ()  # the blocks' ReportSessionDetails, in order, those that have them
+    processes: tuple[bytes, ...] = ()  # the blocks' ProcessInfo, each distinct one once, in order
 
 
 @dataclass(frozen=True)
@@ -152,11 +155,16 @@ def check_ncu_rep_framing(fh: BinaryIO, shown: str) -> Framing:
     other results its blocks declare."""
     results = other = 0
     whole_session = False
+    sessions: list[bytes] = []
+    processes: dict[bytes, None] = {}
     last: Block | None = None
     for last in blocks(fh, shown):
         results += last.results
         other += last.other_results
         whole_session = whole_session or last.whole_session
+        if last.session:
+            sessions.append(last.session)
+        processes.setdefault(last.process)
     if last is None:
         raise InputError(shown, f"{CUT} (it holds no blocks)")
     if results + other and not whole_session:
@@ -165,7 +173,7 @@ def check_ncu_rep_framing(fh: BinaryIO, shown: str) -> Framing:
     if last.sources and not last.results and not last.other_results:
         raise InputError(shown, f"{CUT} (its last block holds a kernel's code but not the launch ncu writes "
                                 "after it: the file was cut short)")
-    return Framing(results, other)
+    return Framing(results, other, tuple(sessions), tuple(processes))
 
 
 def sniff(head: bytes) -> str:

@@ -14,7 +14,7 @@ from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, MAX_MEM_CLOCK_KHZ, M
 from ..errors import InputError
 from ..files import open_input
 from ..model import RawKernel, RuleResult, Workload, in_range
-from .detect import check_ncu_rep_framing
+from .detect import Framing, check_ncu_rep_framing
 from .names import kernel_name
 from .units import unit_factor, unknown
 
@@ -141,6 +141,7 @@ class _Opened:
     no memory more."""
 
     context: Any
+    framing: Framing  # what its blocks declare and record of the session, from the one walk of them
     actions: dict[tuple[int, int], Any] = field(default_factory=dict)
 
     def action(self, r: int, a: int) -> Any:
@@ -198,7 +199,7 @@ def _loaded(path: Path, shown: str) -> Iterator[_Opened]:
         if not framing.other_results and found != framing.results:  # range, graph results: counted apart
             raise InputError(shown, f"ncu_report reads {found:,} of the {framing.results:,} launches the file's "
                                     "blocks hold: the report is damaged")
-        opened = _Opened(context)
+        opened = _Opened(context, framing)
         if key is not None and openable == str(path):  # a link made for it is gone after: not kept
             _OPENED[key] = opened
         yield opened
@@ -212,6 +213,12 @@ def launches(path: Path) -> int:
     """How many profiled launches the report holds (loading it reads no launch)."""
     with _loaded(path, str(path)) as opened:
         return _count(opened.context)
+
+
+def framing(path: Path, display: str | None = None) -> Framing:
+    """What the report's blocks declare and record of the session, as its load walked them."""
+    with _loaded(path, display or str(path)) as opened:
+        return opened.framing
 
 
 def read(path: Path, display: str | None = None, start: int = 0, stop: int | None = None,

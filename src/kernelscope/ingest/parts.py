@@ -22,10 +22,9 @@ from typing import BinaryIO
 from ..errors import InputError
 from ..files import open_input
 from ..model import RawKernel
-from . import csv_pages, ncu_rep
+from . import NO_LAUNCHES, csv_pages, ncu_rep
 from .detect import sniff
 
-NO_LAUNCHES = "holds no profiled kernel launches"
 REPORT_PART = 256  # launches, ~0.3 s to read: over a worker's start (~0.15 s); parts from 512 launches
 
 

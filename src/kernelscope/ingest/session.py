@@ -19,10 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
-from ..files import open_input
-from .detect import blocks, message_fields
+from .detect import Framing, message_fields
 
 CREATED, HOST, TARGET, VERSIONS, COMMAND_LINE = 2, 3, 4, 8, 11  # ReportSessionDetails
 COMPUTER = 5  # SystemInfo.ComputerName
@@ -33,6 +31,8 @@ CUDA = "CUDA Version"
 
 @dataclass(frozen=True)
 class Session:
+    """What a report records of the ncu session that wrote it; None or () where it records none."""
+
     ncu_version: str | None = None  # "2025.3.1.0"
     cuda_version: str | None = None  # the driver's CUDA version, "13.0"
     command_line: str | None = None  # ncu's, as recorded (secrets still in it: redact before showing)
@@ -63,19 +63,19 @@ def _merge(found: dict[int, list[int | bytes]], session: bytes) -> None:
         found.setdefault(number, []).extend(values)
 
 
-def read(path: Path, shown: str) -> Session:
-    """The report's session details, walked through its block headers (no launch is read)."""
+def read(framing: Framing) -> Session:
+    """The report's session details, from its block headers as the check of its framing walked
+    them (ncu_rep.framing; no launch is read)."""
     details: dict[int, list[int | bytes]] = {}
     processes: list[str] = []
-    with open_input(path, what="report") as fh:
-        for block in blocks(fh, shown):
-            if block.session:
-                _merge(details, block.session)
-            process = _fields(block.process)
-            pid, name = process.get(PID, [None])[0], _text(process.get(PROCESS_NAME, [b""])[0])
-            line = " ".join(x for x in (f"pid {pid}" if isinstance(pid, int) else "", name or "") if x)
-            if line and line not in processes:
-                processes.append(line)
+    for block_session in framing.sessions:
+        _merge(details, block_session)
+    for block_process in framing.processes:
+        process = _fields(block_process)
+        pid, name = process.get(PID, [None])[0], _text(process.get(PROCESS_NAME, [b""])[0])
+        line = " ".join(x for x in (f"pid {pid}" if isinstance(pid, int) else "", name or "") if x)
+        if line and line not in processes:
+            processes.append(line)
     versions = {}
     for raw in details.get(VERSIONS, []):
         info = _fields(raw) if isinstance(raw, bytes) else {}

@@ -21,16 +21,18 @@ from ..capture.bundle import report_stem
 from ..capture.preflight import vllm_cuda_profiler
 from ..capture.transport import Progress
 from ..errors import Interrupted, KubeError, PlanError
-from ..manifest import KubeContext, NcuFacts
+from ..manifest import KubeContext
 from ..ncu.argv import capture_argv
 from ..ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
-from ..serving import ProfilerSwitch, context_of, is_vllm, recognise, with_options, words
+from ..report_manifest import NcuFacts
+from ..serving import context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .findings import Inspection, Strategy
 from .inspect import inspect
 from .kubectl import Kube, Step, check_name, ref
 from .manifest_file import load as load_manifest
 from .transport import PodTransport, Warmup
+from .vllm_release import ProfilerSwitch
 from .workload import parse_target
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from .. import redact
 from ..errors import KubeError
-from ..serving import ProfilerSwitch, profiler_switch
+from .vllm_release import ProfilerSwitch, profiler_switch
 
 # three answers, never a guess: ok, a problem (warn, block), or "unchecked" (could not check: the
 # reason and the permission that would let it); info: a fact with no judgement
@@ -99,7 +99,7 @@ class Inspection:
 
     @property
     def switch(self) -> ProfilerSwitch:
-        """What opens this server's serving window, by its vLLM release (serving.profiler_switch)."""
+        """What opens this server's serving window, by its vLLM release (vllm_release.profiler_switch)."""
         return profiler_switch(self.vllm_version, self.vllm_version_source)
 
     def blocked(self) -> list[Finding]:

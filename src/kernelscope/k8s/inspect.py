@@ -10,11 +10,12 @@ from typing import Any
 
 from .. import redact
 from ..errors import KubeError
-from ..serving import VLLM_IMAGE, image_release, is_vllm, release, spelled, words
+from ..serving import VLLM_IMAGE, is_vllm, spelled, words
 from . import DEFAULT_TOOLS_IMAGE, watch
 from .findings import GPU, Finding, Inspection, Level, Strategy, as_int, gpu_request, gpu_resource, named, unchecked
 from .kubectl import Kube, check_name, ref, selector
 from .preflight import preflight, without_cluster
+from .vllm_release import image_release, release
 from .workload import RESOURCE, Target, claim_volumes, kserve_deployment, normal, parse_target
 
 INJECTION_ENV = "CUDA_INJECTION64_PATH"

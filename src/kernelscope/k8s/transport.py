@@ -30,8 +30,9 @@ from ..capture.bundle import parse_gpu_facts
 from ..capture.transport import Outcome, Progress, complete_report
 from ..errors import KubeError
 from ..files import parse_json
-from ..manifest import GpuFacts, Transport
+from ..manifest import Transport
 from ..ncu.argv import launch_argv
+from ..report_manifest import GpuFacts
 from . import sister, watch
 from .findings import Inspection, named
 from .inspect import INJECTION_ENV

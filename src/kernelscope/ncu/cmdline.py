@@ -26,6 +26,8 @@ SHORT = {"-h": "--help", "-v": "--version", "-p": "--port", "-k": "--kernel-name
 
 @dataclass(frozen=True)
 class NcuCommand:
+    """ncu's recorded command line, split into ncu's own words and the profiled program."""
+
     argv: tuple[str, ...]  # ncu's own words as recorded: the binary and its options, without the program
     options: tuple[tuple[str, str | None], ...]  # (long name, value; None for a flag), in order
     target: tuple[str, ...]  # the profiled program and its arguments; () for `--mode attach`

@@ -22,6 +22,8 @@ SETS: tuple[MetricSet, ...] = ("roofline", "basic", "full")
 
 @dataclass(frozen=True)
 class Addon:
+    """A metric-set add-on: the counters and sections it asks ncu for, and what it is for."""
+
     name: AddonName
     metrics: tuple[str, ...]
     sections: tuple[str, ...]

@@ -1,5 +1,5 @@
 """The full-context header: what a reviewer needs to trust a number. Every field is filled from
-the bundles' manifests, the bare reports' own records (manifest.ReportManifest) and the campaign
+the bundles' manifests, the bare reports' own records (report_manifest.ReportManifest) and the campaign
 config when they know it, and says "unknown" (or "not recorded") otherwise."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import PurePath
 from typing import Any
 
 from .. import redact
-from ..manifest import Recorded, ReportManifest
+from ..manifest import Recorded
 from ..ncu.metric_sets import METRICS_SECTION
+from ..report_manifest import ReportManifest
 
 UNKNOWN = "unknown"
 NOT_RECORDED = "not recorded"

@@ -27,10 +27,11 @@ from ..columns import BY_NAME, value
 from ..manifest import Recorded
 from ..model import Assessment
 from . import kernels
+from .csv_fields import CsvWriter
 from .gates import UNITS, Change, Gate, figure_value, is_percent
 from .join import pair
 from .style import BOUND_ANSI
-from .table import NAME, Col, CsvWriter, Table
+from .table import NAME, Col, Table
 
 CONTEXT_FIELDS = ("device", "shapes", "model")  # what must agree: a difference is refused
 MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline

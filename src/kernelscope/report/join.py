@@ -42,8 +42,9 @@ from ..ingest.names import kernel_name, template_name
 from ..ingest.units import MalformedNumber, parse_number
 from ..model import Assessment
 from . import kernels
+from .csv_fields import CsvWriter
 from .kernels import Ranked
-from .table import NAME, Col, CsvWriter, Table
+from .table import NAME, Col, Table
 
 V = TypeVar("V")
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING
 
 from ..analysis.pipeline import Judge
 from ..errors import InputError, KernelscopeError, signals_interrupt
-from ..ingest import Inputs
+from ..ingest import NO_LAUNCHES, Inputs
 from ..ingest.csv_pages import NotSimple
-from ..ingest.parts import NO_LAUNCHES, ReportSplit, Split, split
 from ..model import RawKernel
 from .progress import Steps, counted, files, metered_file, quiet
 from .writers import Chunk, encode
 
 if TYPE_CHECKING:  # multiprocessing loads with the first pool: a run with one job starts without it (~10 ms)
+    from ..ingest.parts import Split
     from .pool import Pool
 
 PART_BYTES = 8 << 20  # ~650 launches of a full raw export: a worker's unit of work
@@ -86,7 +86,7 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False, progr
     with ExitStack() as stack:
         workers: Pool | None = None
         for path, what in files(paths):
-            cut = split(path, PART_BYTES, jobs) if jobs > 1 else None
+            cut = _split(path, jobs) if jobs > 1 else None
             if cut is None:
                 yield from _here(judge, metered_file(path, what, progress), rows)
                 continue
@@ -96,6 +96,13 @@ def chunks(paths: Inputs, judge: Judge, jobs: int = 1, rows: bool = False, progr
                 stack.enter_context(signals_interrupt())  # an API caller's run too: the pool is ended
                 workers = stack.enter_context(pool(jobs))
             yield from _in_parts(workers, 2 * jobs, judge, cut, rows, what, progress)
+
+
+def _split(path: Path, jobs: int) -> Split | None:
+    """The file's parts for `jobs` workers (ingest/parts.py), None when it is read here."""
+    from ..ingest.parts import split  # here: a run with one job reads every file here, without it (~2 ms)
+
+    return split(path, PART_BYTES, jobs)
 
 
 def _here(judge: Judge, raws: Iterable[RawKernel], rows: bool) -> Iterator[Chunk]:
@@ -109,6 +116,7 @@ def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool, 
     """The parts' chunks in order, `window` parts in flight, each told to `progress` (a report's as
     launches of its total, a CSV's as parts). At the first part the workers could not read strictly,
     the rest of the file is read here in one stream (ingest/parts.py)."""
+    from ..ingest.parts import ReportSplit
     from .pool import WorkerDied
 
     seen = 0

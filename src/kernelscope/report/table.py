@@ -8,14 +8,14 @@ columns are hidden from the highest `drop` rank down, and the output says which 
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
+from .csv_fields import CsvWriter
 from .text import clean, elide
 
 NONE = "—"  # unmeasured or not applicable: never printed as 0
@@ -171,42 +171,6 @@ def render_markdown(table: Table) -> str:
     if table.notes:
         out += [""] + [md_text(n) for n in table.notes]
     return "\n".join(out) + "\n"
-
-
-CSV_EOL = "\r\n"  # RFC 4180's; with "\n" the csv module left a \r in a name unquoted, and readers split the row
-
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def inert_text(text: str) -> str:
-    """Text as a terminal and a spreadsheet should see it in a CSV field: escape sequences and
-    controls removed as everywhere (text.clean; tab, LF and CR are kept, quoted), and text a
-    spreadsheet would run as a formula (a crafted kernel name such as =HYPERLINK(...), first
-    character = + - @ tab or CR, before or after the cleaning) gets a leading apostrophe, as
-    OWASP's CSV-injection advice has it."""
-    inert = clean(text, layout=True)
-    return "'" + inert if text.startswith(FORMULA_START) or inert.startswith(FORMULA_START) else inert
-
-
-def inert(value: Any) -> Any:
-    """A CSV field: text through inert_text; anything else, numbers included, as it is."""
-    return inert_text(value) if type(value) is str else value
-
-
-class CsvWriter:
-    """csv.writer's rows, each field through inert(), quoting any field that holds a quote, comma,
-    \r or \n, lines ended CRLF."""
-
-    def __init__(self, out: IO[str]) -> None:
-        self.writer = csv.writer(out, lineterminator=CSV_EOL)
-
-    def writerow(self, row: Iterable[Any]) -> None:
-        self.writer.writerow([inert(v) for v in row])
-
-    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
-        for row in rows:
-            self.writerow(row)
 
 
 def render_csv(table: Table) -> str:

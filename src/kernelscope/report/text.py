@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 
 ELLIPSIS = "…"
+# _SEQUENCES, _CONTROLS and _BUT_LAYOUT are compiled at their first use, by re's own cache: only text
+# that is not printable needs them, and compiling them cost every start-up ~1 ms.
 # ESC-introduced sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks; ended by BEL or ST),
 # DCS/SOS/PM/APC strings, and two-character escapes. C1 forms (0x9b CSI, 0x9d OSC) likewise.
-_SEQUENCES = re.compile(
+_SEQUENCES = (
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
@@ -18,8 +20,8 @@ _SEQUENCES = re.compile(
 # overrides that make text display in an order other than the one it has ("trojan source").
 # JSON escapes C0 by itself; the others it writes raw unless asked for ASCII.
 _NOT_C0 = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069"
-_CONTROLS = re.compile(rf"[\x00-\x1f{_NOT_C0}]")
-_BUT_LAYOUT = re.compile(rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]")  # tab, LF and CR kept
+_CONTROLS = rf"[\x00-\x1f{_NOT_C0}]"
+_BUT_LAYOUT = rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]"  # tab, LF and CR kept
 _RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")
 # what _RAW_IN_JSON finds (_NOT_C0's code points) as UTF-8, and the bytes they start with
 _RAW_IN_UTF8 = tuple(chr(c).encode() for c in (*range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)))
@@ -32,12 +34,12 @@ def clean(value: object, layout: bool = False) -> str:
     text = str(value)
     if text.isprintable():  # the common case, and the fast one
         return text
-    return (_BUT_LAYOUT if layout else _CONTROLS).sub(" ", _SEQUENCES.sub("", text))
+    return re.sub(_BUT_LAYOUT if layout else _CONTROLS, " ", re.sub(_SEQUENCES, "", text))
 
 
 def has_controls(text: str) -> bool:
     """Whether `clean` would change the text."""
-    return not text.isprintable() and _CONTROLS.search(text) is not None
+    return not text.isprintable() and re.search(_CONTROLS, text) is not None
 
 
 def json_inert(data: bytes) -> bytes:

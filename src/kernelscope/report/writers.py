@@ -23,7 +23,7 @@ from ..analysis.groups import Tally
 from ..analysis.overshoot import Overshoots
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
-from .table import CSV_EOL, FORMULA_START, CsvWriter, inert_text
+from .csv_fields import CSV_EOL, FORMULA_START, CsvWriter, inert_text
 from .text import has_controls, json_inert
 
 
@@ -52,7 +52,7 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
 
 
-# A string whose text starts as a formula (table.FORMULA_START): where orjson escaped nothing, every
+# A string whose text starts as a formula (csv_fields.FORMULA_START): where orjson escaped nothing, every
 # quote opens or closes a string, and a closing one is followed by , or ], so a quote then one of
 # those characters opens such a string (tab and CR never stand raw there: orjson escapes them). A
 # pattern that starts with a literal is searched ~10x faster than one that starts with a class.
@@ -66,7 +66,7 @@ def csv_line(values: list[Any]) -> bytes:
     its strings holds only numbers, null, true and false, so those tokens are rewritten there
     alone. A row where orjson escaped anything (a quote, a backslash, a C0 control in a name),
     refused a value, holds a control it writes raw (DEL, C1, a bidi override) or text that starts as
-    a formula would (table.inert_text), is written a field at a time instead."""
+    a formula would (csv_fields.inert_text), is written a field at a time instead."""
     try:
         text = orjson.dumps(values)
     except orjson.JSONEncodeError:

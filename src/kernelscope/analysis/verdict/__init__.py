@@ -10,8 +10,8 @@ import math
 from dataclasses import replace
 
 from ...ceilings import DeviceCeilings
-from ...manifest import Analytic
 from ...model import Assessment, Capture, KernelRecord, Limiter, Provenance
+from ...report_manifest import Analytic
 from ...serving import Serving
 from .. import overshoot
 from ..categories import categorize
@@ -99,7 +99,7 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
     `measured`: --achievable's ceilings for this device and their file; `ceilings_origin`: the
     ceilings file, named in the notes of a figure past 100 % (overshoot.py)."""
     graph_mode = graph_mode or (capture is not None and capture.graph_profiling == "graph")
-    a = _judged(rec, dev, serving, graph_mode)
+    a = _judged(rec, dev, serving, graph_mode, capture)
     if measured is not None:
         m = place(rec, measured[0])
         a = replace(a, achievable={
@@ -108,8 +108,6 @@ def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = Non
             "pct_memory": m.pct_sol_memory})
     if analytic is not None:
         a = counted_vs_analytic(a, analytic)
-    if capture is not None:
-        a = replace(a, capture=capture)
     over = overshoot.notes(a, ceilings_origin, None if measured is None else measured[1]) \
         if ceilings_origin is not None else ()
     return replace(a, record=replace(rec, notes=rec.notes + over)) if over else a
@@ -131,8 +129,10 @@ def counted_vs_analytic(a: Assessment, analytic: Analytic) -> Assessment:
     return replace(a, analytic=out, limiters=a.limiters + tuple(lines))
 
 
-def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, graph_mode: bool) -> Assessment:
-    """The launch's bound, limiter story, ncu's verdict beside it and its levers, from its own figures."""
+def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, graph_mode: bool,
+            capture: Capture | None) -> Assessment:
+    """The launch's bound, limiter story, ncu's verdict beside it and its levers, from its own figures;
+    `capture` kept beside them."""
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
     top = max(stalls, key=lambda k: stalls[k]) if stalls else None
@@ -188,4 +188,5 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
         ncu=compare(rec, j.bound, j.limiter, j.runner_up),
         limiters=story + p.notes,
         next_levers=levers(facts) if rec.workload == "kernel" and not graph_mode else (),
+        capture=capture,
     )

@@ -32,6 +32,8 @@ from .roofs import l2_share
 
 @dataclass(frozen=True)
 class Judgement:
+    """The bound a launch is judged, what limits it, the roof after that and the figures that decided."""
+
     limiter: Limiter
     runner_up: Limiter | None
     bound: Bound

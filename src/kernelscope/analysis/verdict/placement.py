@@ -15,6 +15,8 @@ MINOR_SHARE = 0.01
 
 @dataclass(frozen=True)
 class Placement:
+    """A launch on its device's roofline: the ceilings it is held to and its %SoL of each."""
+
     binding_class: str | None  # the precision class whose time at its peak is longest
     compute_ceiling_key: str | None
     compute_ceiling_tflops: float | None
