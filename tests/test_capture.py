@@ -3,6 +3,7 @@ against real saved ncu output, and what `analyze` makes of a harness bundle."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,14 @@ def test_diagnose_second_attach_from_real_output(fx: Path) -> None:
     assert d.cause == "no-attachable-process" and "kernelscope launch" in d.fix
 
 
+def test_diagnose_a_held_process_left_unprofilable_by_a_one_pass_session(fx: Path) -> None:
+    """Real output: vLLM held by `kernelscope launch`, the session after one of a single pass."""
+    text = read(fx, "held-after-one-pass.txt")
+    (d,) = diagnose(text, attached=True)
+    assert d.cause == "held-process-unprofilable" and "one pass" in d.explanation and "restart" in d.fix
+    assert diagnose(text) == []  # a local run's unknown error is not this one
+
+
 def test_diagnose_documented_messages() -> None:
     perm = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
             "Counters on the target device 0.")
@@ -208,3 +217,42 @@ def test_kernel_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["capture", "--kernel-set", "h200-bf16-fp8", "--out", str(tmp_path / "b"), "--dry-run", "--",
                  "python3", "x.py"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 5
+
+
+def test_a_report_gone_after_its_session_fails_that_run_alone(tmp_path: Path) -> None:
+    """One report was seen whole and then gone when its attach session ended (H200, 2026-12-02): that
+    run is recorded as failed, with the reason, and the bundle keeps the runs that worked."""
+    import shutil
+    from collections.abc import Mapping
+
+    from kernelscope.capture import engine
+    from kernelscope.capture.transport import LocalProcess, Outcome
+    from kernelscope.report_manifest import GpuFacts, NcuFacts
+
+    class Vanishing(LocalProcess):
+        """ncu's part played by a real report copied where ncu writes it; the second run's then gone."""
+
+        runs = 0
+
+        def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,
+                    progress: object) -> Outcome:
+            shutil.copy(Path(__file__).parent / "fixtures" / "gemm_bf16.ncu-rep", local)
+            self.runs += 1
+            if self.runs == 2:
+                local.unlink()
+            return Outcome(0, '==PROF== Profiling "gemm": 0%....50%....100% - 12 passes', True, 0.1)
+
+        def run(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+            return 1, ""  # no CSV export
+
+        def gpu_facts(self) -> GpuFacts:
+            return GpuFacts(name="NVIDIA H200", driver_version="580.159.04", driver_cuda_version="13.0")
+
+    plan = CapturePlan(kernels=("a", "b"), target=("/bin/prog",))
+    ctx = engine.Context(("kernelscope",), NcuFacts("ncu", "2025.3.1"))
+    manifest = engine.run(plan, tmp_path / "b", Vanishing(), ctx)
+    first, second = manifest.captures
+    assert first.report is not None and first.error is None
+    assert second.report is None and second.error is not None
+    assert second.error.startswith("the report ncu wrote could not be read after it ended: ") and \
+        "no such file or directory" in second.error

@@ -20,7 +20,7 @@ from kernelscope.model import Assessment, RawKernel
 from kernelscope.ncu import multiplex
 from kernelscope.ncu.argv import capture_argv
 from kernelscope.ncu.metric_sets import metric_list
-from kernelscope.ncu.plan import POLICIES, CapturePlan, one_session, validate
+from kernelscope.ncu.plan import POLICIES, Attach, CapturePlan, one_session, validate
 
 
 def test_the_groups_cover_the_list_once_each_with_the_duration_in_every_one() -> None:
@@ -74,6 +74,36 @@ def test_the_dry_run_says_the_groups_and_the_cost(capsys: pytest.CaptureFixture[
                       "but 14 group(s) of a counter that takes 3-5 passes even alone (the whole list replayed: 12 "
                       "passes on one launch)")
     assert len(out) == 1 + n and all(line.startswith("/usr/bin/true ") for line in out[1:])
+
+
+@pytest.mark.parametrize("addons", [(), ("stalls",)])
+def test_against_a_held_process_no_session_is_of_one_pass(addons: tuple[str, ...]) -> None:
+    """After a one-pass attach session a held process cannot be profiled again (ncu 2025.3.1, H200):
+    every session carries a counter that takes several passes alone, and together they hold the
+    list once, each led by the duration."""
+    groups = multiplex.groups(addons)  # type: ignore[arg-type]
+    sessions = multiplex.attach_sessions(groups)
+    assert len(sessions) == 14  # the lone counters of 3-5 passes
+    for s in sessions:
+        assert s[0] == catalogue.DURATION and s[1] in multiplex.PASSES_ALONE
+        assert catalogue.DURATION not in s[1:] and len(set(s)) == len(s)
+    assert sorted(m for s in sessions for m in s[1:]) == sorted(m for g in groups for m in g[1:])
+    plan = CapturePlan(kernels=("copy",), multiplex=True, attach=Attach("127.0.0.1", 49152), addons=addons)  # type: ignore[arg-type]
+    assert [u.metrics for u in plan.units()] == list(sessions)
+    assert multiplex.attach_sessions(((catalogue.DURATION, "a"), (catalogue.DURATION, "b"))) == (
+        (catalogue.DURATION, "a", "b"),)  # nothing to carry one-pass groups: the list in one session
+
+
+def test_the_attach_dry_run_says_every_launch_is_replayed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["capture", "--kernel", "copy", "--multiplex", "--attach", "127.0.0.1:49152", "--dry-run",
+                 "--out", str(tmp_path / "b"), "--ncu", "/usr/bin/true"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (f"# multiplexed: {len(multiplex.groups())} counter groups (measured on {multiplex.MEASURED_ON}), "
+                      "in attach sessions for 1 kernel(s), 1 launch(es) each: 14 sessions, 14 profiled launches, "
+                      "each session a counter that takes several passes alone with the one-pass groups dealt over "
+                      "them: every launch replayed, for fewer passes (the whole list replayed: 12 passes on one "
+                      "launch); after a session of one pass a held process cannot be profiled again (ncu 2025.3.1)")
+    assert len(out) == 15 and all("--mode attach" in line for line in out[1:])
 
 
 MUX = Path(__file__).parent / "fixtures" / "multiplex"  # captured on the H200: see its README

@@ -456,18 +456,25 @@ def multiplex_line(plan: CapturePlan) -> str:
     from .ncu import multiplex
 
     groups = multiplex.groups(plan.addons)
-    more = multiplex.replayed(groups)
     runs = len(plan.units())
     whole = multiplex.WHOLE_LIST_PASSES.get(plan.addons)
-    return (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), one ncu run a group "
-            f"for {len(plan.kernels)} kernel(s), {plan.launch_count} launch(es) each: {runs} runs, "
-            f"{runs * plan.launch_count * len(plan.kernels)} profiled launches, each of one pass but {len(more)} "
-            "group(s) of a counter that takes "
+    than = f" (the whole list replayed: {whole} passes on one launch)" if whole else ""
+    held = plan.attach is not None
+    line = (f"# multiplexed: {len(groups)} counter groups (measured on {multiplex.MEASURED_ON}), "
+            + ("in attach sessions" if held else "one ncu run a group")
+            + f" for {len(plan.kernels)} kernel(s), {plan.launch_count} launch(es) each: {runs} "
+            + ("sessions" if held else "runs") + f", {runs * plan.launch_count * len(plan.kernels)} profiled launches")
+    if held:
+        return (line + ", each session a counter that takes several passes alone with the one-pass groups dealt "
+                f"over them: every launch replayed, for fewer passes{than}; after a session of one pass a held "
+                "process cannot be profiled again (ncu 2025.3.1)")
+    more = multiplex.replayed(groups)
+    return (line + f", each of one pass but {len(more)} group(s) of a counter that takes "
             + (f"{min(more)}-{max(more)}" if more and min(more) != max(more) else str(max(more, default=0)))
             + " passes even alone"
             + (f", {alone} of a counter whose passes alone are not measured" if (alone := multiplex.unmeasured(groups))
                else "")
-            + (f" (the whole list replayed: {whole} passes on one launch)" if whole else ""))
+            + than)
 
 
 def dry_run_lines(plan: CapturePlan, out: Path, ncu: str) -> list[str]:

@@ -63,8 +63,9 @@ def unmatched_kernels(kernels: Sequence[str], profiled: Sequence[str]) -> list[s
 
 def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = None,
              app_cuda: str | None = None, kernel_filter: str | None = None,
-             launch_skip: int = 0) -> list[Diagnosis]:
-    """Every cause the output (and the CUDA versions, when known) points to; empty if none."""
+             launch_skip: int = 0, attached: bool = False) -> list[Diagnosis]:
+    """Every cause the output (and the CUDA versions, when known) points to; empty if none.
+    `attached`: the output is an attach session's, against a process held by `kernelscope launch`."""
     found: list[Diagnosis] = []
     if "ERR_NVGPUCTRPERM" in output:
         found.append(Diagnosis("counter-permission",
@@ -95,6 +96,16 @@ def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = 
                                "each ended after its report was whole)",
                                "start the program with `kernelscope launch -- PROGRAM`, and let each capture --attach "
                                "end by itself"))
+    if attached and re.search(r"Failed to prepare kernel for profiling|Unknown Error on device", output):
+        found.append(Diagnosis("held-process-unprofilable",
+                               "the held process can no longer be profiled (ncu: Failed to prepare kernel for "
+                               "profiling, Unknown Error on device): measured with ncu 2025.3.1 on an H200, a held "
+                               "process is left so, for its life, by an earlier attach session whose launches took "
+                               "one pass (an `ncu --metrics` list of one pass), while sessions of several passes "
+                               "leave it whole",
+                               "restart the program under `kernelscope launch`; against it, capture --attach "
+                               "(--multiplex gives every session a counter of several passes), and give a one-pass "
+                               "ncu session only as the last"))
     if NO_KERNELS in output:
         if "requires the --target-processes all" in output:
             wrapper = target and target[0].rsplit("/", 1)[-1] in {"env", "sh", "bash"}

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__, redact, serving
-from ..errors import KernelscopeError
+from ..errors import InputError, KernelscopeError
 from ..ingest import read_file
 from ..ingest.ncu_rep import first_launch
 from ..manifest import BundleManifest, CaptureRecord, CommandRun, KubeContext, Scoping, redacted
@@ -84,7 +84,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                          profiled=profiled, wall_s=round(outcome.wall_s, 2), window=plan.window, group=unit.group)
     if not outcome.complete:
         found = diagnose(outcome.output, plan.target, transport.gpu_facts().driver_cuda_version, ctx.app_cuda,
-                         unit.kernel_filter, plan.launch_skip)
+                         unit.kernel_filter, plan.launch_skip, attached=plan.attach is not None)
         causes = {d.cause for d in found}
         # ncu lists only the kernels its filter did not match, so "matched nothing" may really be "every match
         # was skipped": a listing pass (profiles nothing, reruns the program) tells them apart
@@ -100,6 +100,11 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
         tail = "" if found else "; ncu said: " + " | ".join(outcome.output.strip().splitlines()[-4:])
         error = f"ncu profiled no kernel for --kernel {unit.kernel_filter!r} (exit {outcome.exit_code}){tail}"
         return replace(base, error=redact.text(error, secrets), causes=tuple(d.cause for d in found)), found
+    try:  # a report seen whole can be gone when ncu ends (seen once, an attach session that failed next to it)
+        profiled = tuple(k.name for k in read_file(local))  # what the report holds, not what ncu printed
+    except InputError as exc:
+        return replace(base, error=redact.text(f"the report ncu wrote could not be read after it ended: {exc}",
+                                               secrets)), []
     exports = {}
     for page, section, suffix in EXPORTS:
         code, text = transport.run(import_argv(remote, page, ctx.ncu.path, section), timeout)
@@ -107,7 +112,6 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
             name = f"{stem}-{suffix}.csv"
             (stage / name).write_text(text)
             exports[page if section is None else f"{page}:{section}"] = name
-    profiled = tuple(k.name for k in read_file(local))  # what the report holds, not what ncu printed
     missing = unmatched_kernels(unit.kernels, profiled)
     found = []
     if missing:

@@ -10,6 +10,14 @@ groups take one pass; 14 are a counter that takes more even alone (PASSES_ALONE:
 counts are patched in, lts__throughput is a breakdown), so those launches are still replayed, each
 for its one counter. On another chip or ncu a group may take more: the bundle records every run's
 passes (CaptureRecord.passes) and the merged launch says which were replayed.
+
+Against a held process (--attach) no session may take one pass: measured on the H200 with ncu
+2025.3.1 (docs/measurements.md, "Multiplexed capture"), after an attach session whose launches took
+one pass the process cannot be profiled again ("Failed to prepare kernel for profiling", "Unknown
+Error on device 0" in every later session, for the process's life), while sessions of 3, 4 and 10
+passes left it whole, several in a row. So there each session carries one of the counters that take
+several passes alone, with the one-pass groups spread over them (attach_sessions): fewer passes a
+launch than the whole list, but every launch is replayed.
 """
 
 from __future__ import annotations
@@ -121,6 +129,19 @@ def groups(addons: tuple[AddonName, ...] = ()) -> tuple[tuple[str, ...], ...]:
     held = {m for g in out for m in g}
     out += [(catalogue.DURATION, m) for m in wanted if m not in held and m != catalogue.DURATION]
     return tuple(out)
+
+
+def attach_sessions(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+    """The groups as sessions against one held process: each a counter that takes several passes
+    alone (PASSES_ALONE), the other groups dealt over them in turn; the whole list in one session
+    when none does (a list of one-pass counters only: nothing to carry them)."""
+    carriers = [list(g) for g in groups if len(g) == 2 and g[1] in PASSES_ALONE]
+    if not carriers:
+        return (tuple(dict.fromkeys(m for g in groups for m in g)),)
+    riders = [g for g in groups if not (len(g) == 2 and g[1] in PASSES_ALONE)]
+    for i, group in enumerate(riders):
+        carriers[i % len(carriers)] += group[1:]
+    return tuple(tuple(c) for c in carriers)
 
 
 def replayed(groups: tuple[tuple[str, ...], ...]) -> list[int]:

@@ -94,11 +94,12 @@ class CapturePlan:
         """One run per kernel, or one run whose filter covers them all with a count for each; when
         multiplexed, one such run per counter group, each on the next launches of the kernels."""
         if self.multiplex:  # one run a group, its filter covering every kernel with a count for each
-            from .multiplex import groups
+            from .multiplex import attach_sessions, groups
 
+            lists = groups(self.addons) if self.attach is None else attach_sessions(groups(self.addons))
             return tuple(CaptureUnit(g, combined_filter(self.kernels, self.name_base),
                                      self.launch_count * len(self.kernels), self.kernels, g, metrics)
-                         for g, metrics in enumerate(groups(self.addons), 1))
+                         for g, metrics in enumerate(lists, 1))
         if not self.kernels:
             return (CaptureUnit(1, None, self.launch_count, ()),)
         if self.one_session and len(self.kernels) > 1:
