@@ -63,18 +63,30 @@ def variant() -> object:
 SETS_ARCHIVE = FIXTURES / "sets.tar.xz"
 
 
+def unpacked(archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fixture archive of ours, unpacked into a fresh folder."""
+    import tarfile
+
+    out = tmp_path_factory.mktemp(archive.name.split(".")[0])
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.11.2 has no filters
+    with tarfile.open(archive) as tar:
+        tar.extractall(out, **safe)  # type: ignore[arg-type]
+    return out
+
+
 @pytest.fixture(scope="session")
 def sets_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The capture-set fixtures (tests/fixtures/README.md, "Capture sets"), unpacked once: the same
     kernels captured by every set a user might have used. One archive, since the reports of one set
     share the embedded code of their kernels (1.7 MB as one xz archive, 24 MB as separate gzips)."""
-    import tarfile
+    return unpacked(SETS_ARCHIVE, tmp_path_factory)
 
-    out = tmp_path_factory.mktemp("sets")
-    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python 3.11.2 has no filters
-    with tarfile.open(SETS_ARCHIVE) as tar:
-        tar.extractall(out, **safe)  # type: ignore[arg-type]
-    return out
+
+@pytest.fixture(scope="session")
+def attach_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Attach captures replayed and multiplexed, of a serving loop and of vLLM (tests/fixtures/README.md,
+    "One kernel replayed and multiplexed"): 5.3 MB of bundles, 0.13 MB as one xz archive."""
+    return unpacked(FIXTURES / "multiplex" / "attach.tar.xz", tmp_path_factory)
 
 
 GOLDEN = Path(__file__).parent / "golden"

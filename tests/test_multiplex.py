@@ -254,3 +254,50 @@ def test_the_dry_run_with_stalls_says_what_was_not_measured(capsys: pytest.Captu
     assert capsys.readouterr().out.splitlines()[0].endswith(
         "14 group(s) of a counter that takes 3-5 passes even alone, 4 of a counter whose passes alone are not "
         "measured (the whole list replayed: 18 passes on one launch)")
+
+
+def _figures(a: Assessment) -> dict[str, float]:
+    """A launch's scalar figures, by name."""
+    return {f: v for f, v in vars(a.record).items() if isinstance(v, float)}
+
+
+def test_attach_sessions_against_a_serving_loop_give_the_replayed_figures(attach_dir: Path) -> None:
+    """bench/multiplex_cost.py on the H200: the serving loop's GEMM captured through attach sessions,
+    replayed (12 passes) and multiplexed (14 sessions of 3-5 passes, none of one): every figure within
+    5 % (a percent within 1 point), the same bound and limiter, and the process took a replayed session
+    again afterwards."""
+    (r,), _ = kernelscope.analyze([attach_dir / "loop-replayed"])
+    (m,), _ = kernelscope.analyze([attach_dir / "loop-multiplexed"])
+    assert m.capture is not None and m.capture.multiplexed
+    runs = kernelscope.manifest.read(attach_dir / "loop-multiplexed" / "manifest.json").captures
+    assert sorted(p for run in runs for p in run.passes) == [3] * 11 + [4, 4, 5]
+    replayed, multiplexed = _figures(r), _figures(m)
+    assert len(replayed) >= 20 and set(replayed) == set(multiplexed)
+    for fig, a in replayed.items():
+        near = 1.0 if fig.endswith("_pct") else 0
+        assert multiplexed[fig] == pytest.approx(a, rel=0.05, abs=near), (fig, a, multiplexed[fig])
+    assert (r.bound, r.limiter.key) == (m.bound, m.limiter.key) == ("memory", "h200-sxm.memory.hbm")
+
+
+def test_vllm_held_by_launch_gives_one_pass_figures_then_refuses_every_later_session(attach_dir: Path) -> None:
+    """vLLM (a MoE of Qwen3-30B-A3B layer shapes) held by `kernelscope launch`, its FA3, cuBLAS, fused
+    MoE and RMS norm kernels captured replayed, then multiplexed before sessions carried a counter of
+    several passes: the first group's launches (one pass: DRAM bytes and throughput, duration) match
+    the replayed ones, and every later group failed, each figure it feeds unmeasured and said so (a
+    verdict short of FLOP is provisional where it needed them)."""
+    replayed, _ = kernelscope.analyze([attach_dir / "moe-replayed"])
+    multiplexed, _ = kernelscope.analyze([attach_dir / "moe-multiplexed"])
+    key = {(a.record.name_full, a.record.grid, a.record.block): a for a in replayed}
+    assert len(multiplexed) == 8 and {a.record.name for a in multiplexed} >= {
+        "fused_moe_kernel", "FlashAttnFwdSm90", "triton_red_fused_fused_add_rms_norm_moe_forward_0"}
+    for m in multiplexed:
+        r = key[(m.record.name_full, m.record.grid, m.record.block)]  # each shape of a kernel with its own
+        assert m.record.duration_ns == pytest.approx(r.record.duration_ns, rel=0.05, abs=250), m.record.name
+        if m.record.name != "FlashAttnFwdSm90":  # its KV-cache reads grow a token a decode step between the two
+            for fig in ("dram_bytes", "achieved_dram_tbps", "dram_throughput_pct"):
+                assert getattr(m.record, fig) == pytest.approx(getattr(r.record, fig), rel=0.05), (m.record.name, fig)
+        assert m.bound == r.bound and not r.provisional  # the same bound: HBM-bound MoE, latency for the rest
+        assert m.provisional == (m.bound != "memory")  # a latency verdict that FLOP might have overturned
+        assert m.record.flops_total is None and "flops" in m.record.unmeasured
+        assert any(n.startswith("multiplexed: counter group(s) 2, 3, 4,") and "failed to capture" in n
+                   for n in m.record.notes)

@@ -59,8 +59,9 @@ def _local_capture_options(p: argparse.ArgumentParser) -> None:
     _capture_options(p)
     p.add_argument("--multiplex", action="store_true",
                    help="fewer passes a launch: the roofline list in counter groups (31 on an H200, 17 of one pass), "
-                        "each collected by its own ncu run on the next launches of the kernels, merged on read; for "
-                        "a serving process (with --attach) or where replaying the whole list breaks (needs --kernel)")
+                        "each collected by its own ncu run on the next launches of the kernels, merged on read; with "
+                        "--attach, 14 sessions of 3-5 passes (a held process takes no session of one pass); needs "
+                        "--kernel")
     p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
     p.add_argument("--timeout", type=T.seconds, default=600.0,
