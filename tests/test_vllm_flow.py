@@ -5,6 +5,7 @@ real process."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -251,6 +252,34 @@ def test_the_process_behind_each_attach_port_is_named() -> None:
         assert launcher.listeners(os.getpgrp() + 1_000_000, port) == []
     finally:
         srv.close()
+
+
+def test_an_attach_reads_the_held_program_from_the_launchs_process_group(tmp_path: Path) -> None:
+    """Real processes in vLLM's shape: a launch's group leader (ncu's place), its child (the API server,
+    given as the program) and a grandchild that listens (the EngineCore): the program is the child's
+    command line, as given, and nothing is read for another host."""
+    import subprocess
+    import sys
+    import time
+
+    ready = tmp_path / "port"
+    engine = ("import socket, sys, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+              "open(sys.argv[1], 'w').write(str(s.getsockname()[1])); time.sleep(60)")
+    server = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {engine!r}, {str(ready)!r}])"
+    program = (sys.executable, "-c", server, "--model", "tiny", "--max-num-seqs", "8")
+    leader = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
+                               *program], start_new_session=True)
+    try:
+        for _ in range(100):
+            if ready.exists() and ready.read_text():
+                break
+            time.sleep(0.1)
+        port = int(ready.read_text())
+        assert launcher.held_program("127.0.0.1", port) == program
+        assert launcher.held_program("10.0.0.7", port) == ()
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
 
 
 def test_an_unset_batch_limit_names_vllms_default_for_the_gpu(fx: Path) -> None:

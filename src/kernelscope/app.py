@@ -506,6 +506,7 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
             analytic: Analytic | None = None) -> CaptureResult:
     from .capture import engine
     from .capture.diagnose import diagnose
+    from .capture.launcher import held_program
     from .capture.transport import AttachSession, LocalProcess
     from .ncu.version import probe
 
@@ -521,8 +522,9 @@ def capture(req: CaptureRequest, progress: Progress = lambda _: None,
         raise engine.CaptureError(f"nothing listens on {transport.host}:{transport.port} after "
                                   f"{transport.listen_wait:.0f} s (--timeout)", diagnose("No attachable process found"))
     app_cuda = dict(plan.env).get("CUDA_VERSION") or os.environ.get("CUDA_VERSION")  # set by NVIDIA's images
+    program = () if plan.attach is None else held_program(plan.attach.host, plan.attach.port)
     ctx = engine.Context(command=req.command, ncu=NcuFacts(info.path, info.version), analytic=analytic,
-                         user=req.context, app_cuda=app_cuda)
+                         user=req.context, app_cuda=app_cuda, program=program)
     manifest = engine.run(plan, req.out, transport, ctx, req.timeout, progress)
     return CaptureResult(findings, manifest=manifest, out=req.out, analytic=analytic)
 

@@ -53,6 +53,7 @@ class Context:
     commands_run: Callable[[], Sequence[CommandRun]] = tuple  # the commands so far: called when the bundle is written
     extras: Callable[[], Mapping[str, str]] | None = None  # more files for the bundle (e.g. the sister's values)
     secrets: tuple[str, ...] = ()  # secret values known to the transport (the pod's env), masked in its logs
+    program: tuple[str, ...] = ()  # an attached process's program as `kernelscope launch` was given it: its target
 
 
 def _now() -> str:
@@ -63,7 +64,8 @@ def _secrets(plan: CapturePlan, ctx: Context) -> tuple[str, ...]:
     """The secret values the program was given (argv, or env ours or the plan's, or the pod's): the
     program's output passes through ncu's log, and each is masked there."""
     env = {**os.environ, **dict(plan.env)}
-    return (*redact.secret_values([*ctx.command, *plan.target, *(f"{k}={v}" for k, v in env.items())]), *ctx.secrets)
+    return (*redact.secret_values([*ctx.command, *plan.target, *ctx.program, *(f"{k}={v}" for k, v in env.items())]),
+            *ctx.secrets)
 
 
 def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureTransport, ctx: Context,
@@ -151,7 +153,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
         manifest = redacted(BundleManifest(
             tool=f"kernelscope {__version__}",
             command=ctx.command,
-            target=plan.target,
+            target=plan.target or ctx.program,
             transport=transport.kind,
             ncu=ctx.ncu,
             gpu=transport.gpu_facts(),
@@ -170,7 +172,8 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             analytic=ctx.analytic,
             kubernetes=ctx.kubernetes,
             commands_run=tuple(ctx.commands_run()),
-            context={**serving.context_of(plan.target, _recognised(stage, records, ctx)), **ctx.user},  # the user wins
+            context={**serving.context_of(plan.target or ctx.program, _recognised(stage, records, ctx)),
+                     **ctx.user},  # the user wins
         ), secrets)
         for name, text in (ctx.extras() if ctx.extras else {}).items():
             (stage / name).write_text(text)

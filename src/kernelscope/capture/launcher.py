@@ -106,6 +106,32 @@ def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener
     return sorted(found, key=lambda x: (x.port, x.pid))
 
 
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def held_program(host: str, port: int) -> tuple[str, ...]:
+    """The program `kernelscope launch` holds for an attach on host:port, as it was given: the
+    command line of the first child of the launch's group leader (ncu), the listener's ancestor (a
+    vLLM server's, whose EngineCore child is the one that listens). () when the host is another
+    machine or /proc does not say: a capture --attach records it as its target, since its serving
+    command says which engine, and which of its switches, the levers may name."""
+    held = [x for x in listeners(None, port) if x.port == port] if host in LOCAL_HOSTS else []
+    if not held:
+        return ()
+    try:
+        leader = int(open(f"/proc/{held[0].pid}/stat").read().rsplit(")", 1)[1].split()[2])
+    except (OSError, ValueError, IndexError):  # ended meanwhile
+        return ()
+    for pid, fields in sorted(_group(leader)):
+        if int(fields[1]) == leader:
+            try:
+                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            return tuple(a.decode(errors="replace") for a in argv if a)
+    return ()
+
+
 def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float, say: Callable[[str], None],
         probe: Callable[[str, int], bool] = accepting, cpu: Callable[[int], float] = group_cpu_s,
         find: Callable[[int, int], list[Listener]] = listeners) -> int:
