@@ -211,8 +211,9 @@ def _launch_of(raw: RawKernel, figs: Figures, used: Mapping[str, C.Source]) -> t
     replayed = [p for p in merged if p.passes is not None and p.passes > 1]
     how = "none replayed" if not replayed else (
         f"{len(replayed)} replayed (group " + ", ".join(f"{p.group}: {p.passes} passes" for p in replayed)
-        + "; a counter that takes more than one pass even alone)")
-    notes = [f"multiplexed: {len(merged)} launches of this kernel, one counter group each ({where}), {how}"
+        + "; each holds a counter that takes more than one pass even alone)")
+    launches = f"{len(merged)} launch{'es' if len(merged) != 1 else ''}"
+    notes = [f"multiplexed: {launches} of this kernel, one counter group each ({where}), {how}"
              + (f"; duration_ns is their median ({min(times) / 1e3:,.2f}-{max(times) / 1e3:,.2f} µs)" if times else "")
              + "; `sources` names the launch each figure came from"]
     notes += [f"multiplexed: group {p.group}'s launch {p.launch_id} not merged: {p.refused}; its {len(p.counters)} "
