@@ -465,3 +465,24 @@ def test_a_hardened_container_gets_a_writable_tmp_and_restricted_added_container
         "seccompProfile": {"type": "RuntimeDefault"}, "capabilities": {"drop": ["ALL"]}}
     assert "[warn] counter-permission: the GPU container runs as a non-root user (runAsUser 1000)" in out
     assert "--grant-profiling-cap does not let ncu read counters here" in out
+
+
+def test_a_multiplexed_k8s_plan_is_a_sister_a_counter_group(no_cluster: None, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--multiplex on the TP-2 deployment: 31 sisters, one after another, each its own ncu on one
+    counter group (no session covers two), each rank's launch its own (--filter-mode per-gpu); the
+    plan says what it costs."""
+    from kernelscope.ncu import multiplex
+
+    out, _ = plan(capsys, APPLY, "--multiplex")
+    groups = multiplex.groups()
+    assert "policy: multi-replica; 31 capture unit(s); release ks-tp2" in out
+    assert "multiplexed: 31 counter groups (measured on NVIDIA H200, ncu 2025.3.1), one ncu run a group" in out
+    assert "note: --multiplex: 31 sister pods, one after another, each loading the model, each collecting its " \
+           "counters on the next launches of the kernels; merged on read" in out
+    pods = planned_pods(out)
+    assert [p["metadata"]["name"] for p in pods] == ["ks-tp2", *(f"ks-tp2-{i}" for i in range(2, 32))]
+    for pod, group in zip(pods, groups, strict=True):
+        cmd = pod["spec"]["containers"][0]["command"]
+        assert cmd[cmd.index("--metrics") + 1] == ",".join(group) and "--set" not in cmd
+        assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu" and cmd[cmd.index("--launch-count") + 1] == "1"

@@ -55,13 +55,18 @@ def _capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=T.path, help="the bundle directory to create")
 
 
-def _local_capture_options(p: argparse.ArgumentParser) -> None:
-    _capture_options(p)
+def multiplex_option(p: argparse.ArgumentParser, runs: str) -> None:
+    """--multiplex, for a verb whose ncu runs are `runs`."""
     p.add_argument("--multiplex", action="store_true",
                    help="fewer passes a launch: the roofline list in counter groups (31 on an H200, 17 of one pass), "
-                        "each collected by its own ncu run on the next launches of the kernels, merged on read; with "
-                        "--attach, 14 sessions of 3-5 passes (a held process takes no session of one pass); needs "
-                        "--kernel")
+                        f"each collected by its own ncu run ({runs}) on the next launches of the kernels, merged on "
+                        "read; against one held process, 14 sessions of 3-5 passes (it takes no session of one pass "
+                        "after which to take another); needs --kernel")
+
+
+def _local_capture_options(p: argparse.ArgumentParser) -> None:
+    _capture_options(p)
+    multiplex_option(p, "a run of the program, or with --attach a session")
     p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
     p.add_argument("--timeout", type=T.seconds, default=600.0,

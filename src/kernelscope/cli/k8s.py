@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import argtypes as T
 from .args import _sub
-from .capture import _capture_options, _plan, _window
+from .capture import _capture_options, _plan, _window, multiplex_option
 from .output import _analysis_text, emit, say, show
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
@@ -69,6 +69,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                             help="the image's ENTRYPOINT, for a container that sets only args")
             kp.add_argument("--pod-per-kernel", action="store_true",
                             help="one sister per kernel (a model load each) instead of one filter covering all")
+            multiplex_option(kp, "a sister pod: a model load a group")
             kp.add_argument("--warmup-requests", type=T.count, default=0,
                             help="OpenAI-style requests sent to the sister itself once Ready, so the kernels run")
             kp.add_argument("--warmup-path", default="/v1/completions",
@@ -132,6 +133,8 @@ def _k8s_capture(a: argparse.Namespace) -> int:
     result = app.k8s_capture(req, say)
     _print_inspection(result.inspection)
     show(f"policy: {result.policy}; {len(result.plan.units())} capture unit(s); release {result.release}")
+    if result.plan.multiplex:
+        show(app.multiplex_line(result.plan).removeprefix("# "))
     for note in result.plan.notes:
         show(f"  note: {note}")
     if a.dry_run:

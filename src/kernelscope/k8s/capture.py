@@ -155,7 +155,12 @@ def plan_for(ins: Inspection, req: K8sCaptureRequest, serving: list[str]) -> tup
                 "on each GPU (one capture per rank)")
     else:
         plan = replace(plan, attach=Attach("127.0.0.1", 49152), target=())
-    if not req.pod_per_kernel:
+    if plan.multiplex:  # a counter group a unit: each its own sister, or (direct) its own session
+        runs = (f"{len(plan.units())} attach sessions to the production pod's server" if ins.strategy == "direct" else
+                f"{len(plan.units())} sister pods, one after another, each loading the model")
+        plan = plan.with_notes(f"--multiplex: {runs}, each collecting its counters on the next launches of the "
+                               "kernels; merged on read")
+    elif not req.pod_per_kernel:
         plan = one_session(plan, f"{ins.strategy}: one sister pod (one model load) runs one ncu")
     return plan, policy.name
 
