@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ...model import ProvenanceKind
 from ...serving import DEFAULTS
+from ..quantities import size
 from ..rules import Facts, ramp_floor_ns
 
 ROOFLINE = "kernelscope capture --set roofline"
@@ -64,9 +65,7 @@ def _flag(f: Facts, key: str) -> str:
 
 
 def _mb(n: float | None) -> str:
-    if n is None:
-        return "unmeasured bytes"
-    return f"{n / 1e6:,.0f} MB" if n >= 10e6 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB"
+    return "unmeasured bytes" if n is None else size(n)
 
 
 def _us(f: Facts) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..rules import Facts
+from ..rules import Facts, ramp_floor_ns
 from .common import (
     NSYS,
     ROOFLINE,
@@ -92,7 +92,16 @@ def _precision_action(f: Facts) -> str:
     return f"{_up(f)}run the tensor work in {step}{how}, if accuracy holds"
 
 
+def _moe(f: Facts) -> bool:
+    return bool(FUSED_MOE.search(f.rec.name)) or f.category == "MoE"
+
+
 def _rows_expected(f: Facts) -> str:
+    if _moe(f):  # its counted FLOP per byte is no guide: more tokens route to more experts, whose weights it reads
+        return ("a MoE layer reads the weights of the experts its tokens are routed to: more tokens a step touch "
+                "more experts (top-k of E each), so its bytes grow with the batch until every expert is read each "
+                "step, and the work per byte grows slower than the rows (with uniform routing, B tokens touch "
+                "E(1-(1-k/E)^B) experts)")
     if f.rec.arithmetic_intensity is None or f.ridge is None:
         return ("a decode GEMM reads each weight once for the rows of a step: more rows share the read (its FLOP "
                 "were not captured, so the work per byte is not sized)")
@@ -136,15 +145,16 @@ VLLM_MOE_CONFIG = LeverRule(
     name="vllm-moe-config",
     family="config",
     when=lambda f: bool(FUSED_MOE.search(f.rec.name)) and not f.at_roof,
-    action=lambda f: ("tune the fused-MoE Triton config for this GPU and shape: vLLM's "
+    action=lambda f: ("if the server's log says vLLM ran a default fused-MoE config (its 'Using default MoE config' "
+                      "warning: vLLM ships tuned files for many shapes and GPUs in fused_moe/configs, and one "
+                      "already in use leaves a few % at most), tune one for this GPU and shape: vLLM's "
                       "benchmarks/kernels/benchmark_moe.py --tune writes E=<experts>,N=<expert intermediate size / TP>,"
                       f"device_name={(f.rec.device or 'this GPU').replace(' ', '_')}.json; serve with "
-                      "VLLM_TUNED_CONFIG_FOLDER=<its folder> (with no file for the shape vLLM runs a default config "
-                      "and logs a warning)"),
+                      "VLLM_TUNED_CONFIG_FOLDER=<its folder>"),
     expected=_headroom_expected,
     unlock=_headroom,
     confirm=f"the same batch's fused_moe_kernel duration_ns under the tuned config: {ROOFLINE}",
-    gain=3,
+    gain=2,
     cost=1,
 )
 
@@ -187,18 +197,36 @@ AT_ROOF_BATCH = LeverRule(  # the precision ladder's last rung: at the roof, no 
     cost=2,
 )
 
-QUANTISE_OPERANDS = LeverRule(
+def _narrower(f: Facts, share: float) -> tuple[float, float | None]:
+    """Up to how much faster with `share` of its DRAM bytes (fp8 weights 1/2, int4 1/4): its time
+    against the measured floor for that many bytes, never more than 1/share; 1/share where that
+    floor is not measured on this GPU. With the floor (ns), when there is one."""
+    floor = ramp_floor_ns((f.rec.dram_bytes or 0) * share, f.hw_key)
+    if floor is None or not f.rec.duration_ns:
+        return 1 / share, None
+    return max(1.0, min(1 / share, f.rec.duration_ns / floor)), floor
+
+
+def _narrower_expected(f: Facts) -> str:
+    (fp8, floor), (int4, _) = _narrower(f, 0.5), _narrower(f, 0.25)
+    at = "at the HBM roof" if f.limiter.kind == "hbm" else "at the launch-and-ramp floor for its bytes"
+    sized = f": half its bytes take at least {floor / 1e3:.1f} µs on this GPU against its {_us(f)}" if floor else ""
+    return (f"{at}, its time follows its DRAM bytes: fp8 weights halve its {_mb(f.rec.dram_bytes)}, up to "
+            f"{fp8:.1f}x{sized}; int4 up to {int4:.1f}x on a kernel that reads int4"
+            + (" (measured ramp, rules.RAMP_FLOOR_NS)" if floor else ""))
+
+
+QUANTISE_OPERANDS = LeverRule(  # a weight stream at the floor for its bytes is as memory-bound as one at the roof
     name="quantise-operands",
     family="precision",
-    when=lambda f: f.limiter.kind == "hbm" and _weight_operands(f),
+    when=lambda f: (f.limiter.kind == "hbm" or _ramp(f)) and _weight_operands(f),
     action=lambda f: f"{_up(f)}store the weights it streams in fp8" + (
         f": vLLM --quantization fp8 ({_flag(f, 'quantization')}); int4 weights (AWQ, GPTQ) run on vLLM's "
-        "Marlin/Machete kernels, not cuBLAS" if f.vllm else
+        + ("fused Marlin MoE kernel" if _moe(f) else "Marlin/Machete kernels, not cuBLAS") if f.vllm else
         " (torch._scaled_mm, Transformer Engine), or int4 with a kernel that reads int4 (Marlin, Machete)")
     + _precision_unsaid(f),
-    expected=lambda f: (f"time follows DRAM bytes at the HBM roof: fp8 halves its {_mb(f.rec.dram_bytes)} "
-                        "(up to 2x; int4 up to 4x on an int4 kernel)"),
-    unlock=lambda f: 2.0,
+    expected=_narrower_expected,
+    unlock=lambda f: _narrower(f, 0.5)[0],
     confirm=f"dram_bytes and duration_ns fall together: {ROOFLINE}",
     gain=3,
     cost=3,
@@ -211,8 +239,9 @@ BATCH_ROWS = LeverRule(
         f.rec.arithmetic_intensity is None
         or (f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge))),
     action=lambda f: f"{_up(f)}batch more rows per weight read: " + (
-        f"raise vLLM's --max-num-seqs ({_flag(f, 'max_num_seqs')}) so more sequences share each decode "
-        "step's weight reads (a higher throughput, each step a little slower)" if f.vllm else
+        "serve more sequences a decode step: the concurrency reaching the server, up to vLLM's --max-num-seqs "
+        f"({_flag(f, 'max_num_seqs')}), worth raising only where the server runs at it; more sequences share "
+        "each step's weight reads (a higher throughput, each step a little slower)" if f.vllm else
         "more tokens a step, a larger M"),
     expected=_rows_expected,
     unlock=_none,

@@ -157,7 +157,10 @@ MORE_WORK_A_LAUNCH = LeverRule(
     name="more-work-a-launch",
     family="batching",
     when=_ramp,
-    action=lambda f: ("give each launch more work: a larger M (more tokens a step), or one grouped GEMM for "
+    action=lambda f: ("give each launch more work: more sequences a decode step (the concurrency reaching the "
+                      "server, up to vLLM's --max-num-seqs), a larger M for the same weight read"
+                      if f.gemm_like and f.vllm else
+                      "give each launch more work: a larger M (more tokens a step), or one grouped GEMM for "
                       "several small ones" if f.gemm_like else
                       "give each launch more work: one launch over the batched tensors (foreach ops, torch.compile)"),
     expected=_ramp_amortised,

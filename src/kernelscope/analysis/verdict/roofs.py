@@ -13,6 +13,7 @@ from ... import catalogue as C
 from ...ceilings import Ceiling, DeviceCeilings
 from ...model import KernelRecord, Limiter, LimiterKind
 from ..derive import arch, tensor_unseen
+from ..quantities import size
 from .placement import Placement
 
 PIPE_NAMES: dict[str, str] = {
@@ -135,7 +136,7 @@ def l2_roof(rec: KernelRecord) -> Limiter | None:
     reading = (f"L2 {rec.l2_sectors_pct:.0f} % of its bandwidth (the busier of lts__t_sectors and lts__d_sectors, "
                "elapsed cycles)")
     if share is not None and rec.l2_bytes is not None:
-        reading += f"; {rec.l2_bytes / 1e6:.0f} MB through L2 = {share:.1f}x the DRAM bytes"
+        reading += f"; {size(rec.l2_bytes)} through L2 = {share:.1f}x the DRAM bytes"
     if rec.l2_throughput_pct is not None:
         reading += f"; lts__throughput (its busiest sub-unit) {rec.l2_throughput_pct:.0f} %"
     return Limiter("l2", C.L2_SECTOR_PCTS[0], "L2 roof", rec.l2_sectors_pct, None, None, reading)
@@ -174,7 +175,7 @@ def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
     """A per-active-cycle share as a share of elapsed cycles, like the memory roofs."""
     if rec.sm_active_pct is None:
         return pct_active, f"{pct_active:.0f} % of SM-active cycles (SM-active share not collected)"
-    how = f"{pct_active:.0f} % of active cycles, SM active {rec.sm_active_pct:.0f} %"
+    how = f"{pct_active:.0f} % of active cycles, SM active {rec.sm_active_pct:.{0 if rec.sm_active_pct >= 1 else 1}f} %"
     return pct_active * rec.sm_active_pct / 100, how
 
 
