@@ -101,7 +101,7 @@ class Ticker:
 
     def _run(self) -> None:
         said, said_at = "", 0.0
-        while not self._stop.wait(0.25):
+        while not self._stop.wait(min(0.25, self.every)):  # a step shorter than a poll is never shown
             now = time.monotonic()
             elapsed = now - self._start
             step = self._step

@@ -93,11 +93,12 @@ def flop_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter |
         return None
     achieved = rec.flops[cls] / (rec.duration_ns * 1e3)
     unit, parts = peak.unit, list(peak.notes)
+    how = peak.how  # how the chip's figure was had; a path's roof is a share of it
     if peak.ratio != 1.0:
-        parts.append(f"{rec.tensor_path} reaches {100 * peak.ratio:.0f} % of the chip's {peak.chip:.0f} {unit}; "
-                     f"{100 * achieved / peak.chip:.0f} % of the chip's roof")
+        how = f"{rec.tensor_path} reaches {100 * peak.ratio:.0f} % of the chip's {peak.chip:.0f} {unit}: {how}"
+        parts.append(f"{100 * achieved / peak.chip:.0f} % of the chip's roof")
     pct = 100 * achieved / peak.tflops
-    reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {peak.tflops:.0f} {unit} ({peak.how})",
+    reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {peak.tflops:.0f} {unit} ({how})",
                          *parts, f"{p.pct_sol_compute:.0f} % of the {dev.for_precision(cls).value:g} {unit} "
                                  "datasheet peak"])
     kind: LimiterKind = "tensor" if cls.startswith("tensor_") else "simt"
