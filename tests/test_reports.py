@@ -292,3 +292,16 @@ def test_html_names_wrap_at_their_boundaries_and_stay_escaped() -> None:
     assert name_html("at::native::Fn<float, 4>_k/x") == wrapped
     assert name_html("<img src=x onerror=alert(1)>") == "&lt;<wbr>img src=x onerror=alert(1)&gt;"
     assert name_html("a_") == "a_"  # no break opportunity after the last character
+
+
+def test_a_kernel_whose_launches_have_other_limiters_says_so_under_the_table(attach_dir: Path) -> None:
+    """vLLM's fused MoE runs two shapes a layer (gate-up 17.3 µs at the HBM roof, down 10.0 µs at the
+    launch-and-ramp floor): its row stands for the first, and a line names the other with its share."""
+    from kernelscope.report.kernels import bound_notes, ranked
+
+    items, _ = kernelscope.analyze([attach_dir / "moe-replayed"])
+    rows = ranked(items)
+    moe = next(r for r in rows if r.name == "fused_moe_kernel")
+    assert moe.lead.limiter.kind == "hbm" and len(moe.group.launches) == 2
+    assert f"launches held by another limiter, share of the kernel's time: #{moe.rank} (launch and ramp 37 %): a row " \
+           "shows the launch whose limiter holds most of its time; --per-launch shows each" in bound_notes(rows)

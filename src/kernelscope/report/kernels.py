@@ -227,12 +227,33 @@ def bound_notes(rows: Sequence[Ranked]) -> list[str]:
         for why, ranks in reasons.items():
             out.append(f"bound {label} for {', '.join(ranks[:10])}{' …' if len(ranks) > 10 else ''}: {why}, so no "
                        "%SoL; --details says what would settle it")
+    mixed = [f"#{r.rank} ({said})" for r in rows if not r.group.consistent and (said := _other_verdicts(r))]
+    if mixed:
+        out.append(f"launches held by another limiter, share of the kernel's time: {', '.join(mixed[:10])}"
+                   f"{' …' if len(mixed) > 10 else ''}: a row shows the launch whose limiter holds most of its time; "
+                   "--per-launch shows each")
     multi = [f"#{r.rank}" for r in rows if r.lead.capture is not None and r.lead.capture.multiplexed]
     if multi:
         out.append(f"multiplexed for {', '.join(multi[:10])}{' …' if len(multi) > 10 else ''}: each figure from one of "
                    "several launches of the kernel, one counter group a launch; --details names the launch of each "
                    "and which were replayed")
     return out
+
+
+OTHER_VERDICT_PCT = 10.0  # launches of another limiter holding less of a kernel's time do not change its reading
+
+
+def _other_verdicts(r: Ranked) -> str:
+    """The limiters of a kernel's launches other than its row's, with their share of its time, when
+    together they hold OTHER_VERDICT_PCT of it or more; "" otherwise (or when its time is unmeasured)."""
+    total = sum(a.record.duration_ns or 0.0 for a in r.group.launches)
+    other: dict[str, float] = {}
+    for a in r.group.launches:
+        if a.limiter.kind != r.lead.limiter.kind:
+            other[a.limiter.name] = other.get(a.limiter.name, 0.0) + (a.record.duration_ns or 0.0)
+    if not total or 100 * sum(other.values()) / total < OTHER_VERDICT_PCT:
+        return ""
+    return ", ".join(f"{name} {100 * t / total:.0f} %" for name, t in other.items())
 
 
 def unsettled_why(a: Assessment) -> str:
