@@ -304,8 +304,11 @@ VLLM_SPECULATIVE = LeverRule(  # a vLLM serving option, for the decode GEMMs tha
     action=lambda f: ("speculative decoding (vLLM --speculative-config: n-gram, EAGLE or a draft model): several "
                       "tokens are checked in one target-model step, so each weight read serves more tokens"),
     expected=lambda f: (f"{f.rec.arithmetic_intensity:.0f} FLOP a DRAM byte against a ridge of {f.ridge:.0f}: "
-                        "decode reads every weight for one token a sequence; k accepted tokens a step read them "
-                        "once for k"),
+                        + ("a MoE step reads the experts its tokens route to, and k tokens of a sequence route "
+                           "apart: they share the reads only where they pick the same experts, so less than k"
+                           if _moe(f) else
+                           "decode reads every weight for one token a sequence; k accepted tokens a step read them "
+                           "once for k")),
     unlock=_none,
     confirm=("tokens per second at the same latency, and this GEMM's arithmetic_intensity rising: "
              "kernelscope k8s capture with the new flag"),
