@@ -2,11 +2,13 @@
 (GPU machine, ncu on PATH, repo root, torch).
 
 A serving-like loop (bench/workloads/serve_loop.py: a decode step of ~6 small kernels, one process)
-runs held by `kernelscope launch`; kernelscope then captures its GEMM twice through attach sessions:
-the roofline list replayed on one launch, and `--multiplex` (one counter group a launch, none
-replayed). For each it prints the passes a profiled launch took, the capture's wall time and its
+runs held by `kernelscope launch`; kernelscope then captures its GEMM through attach sessions: the
+roofline list replayed on one launch, then `--multiplex` (14 sessions of 3-5 passes: a held process
+takes no session of one pass, ncu/multiplex.py), then replayed again (the process still takes a
+session). For each it prints the passes a profiled launch took, the capture's wall time and its
 runs, and the loop's step time while the capture ran (the served request's latency, as a decode
-step stands for it) against the loop's own between captures.
+step stands for it) against the loop's own between captures. Measured on the H200, 2026-12-02:
+docs/measurements.md, "Multiplexed capture".
 
     PYTHONPATH=src python3 bench/multiplex_cost.py
 """
