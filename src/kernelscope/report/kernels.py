@@ -91,7 +91,7 @@ def share_text(f: FrontierItem) -> str:
     """A frontier row's share, saying of what: ncu's captured time or a joined profile's."""
     if f.time_share_pct is None:
         return f.share_basis
-    return f"{f.time_share_pct:.0f} % of {'time' if f.share_basis.startswith('ncu:') else f.share_basis}"
+    return f"{f.time_share_pct:.0f} % of {'captured time' if f.share_basis.startswith('ncu:') else f.share_basis}"
 
 
 REPORT_SUFFIXES = (".ncu-rep.gz", ".ncu-rep", ".csv.gz", ".csv")
