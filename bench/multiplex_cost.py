@@ -57,7 +57,10 @@ def main() -> None:
         manifest = out / mode.replace(" ", "-") / "manifest.json"
         runs = json.loads(manifest.read_text())["captures"] if manifest.exists() else []
         passes = sorted({p for r in runs for p in r["passes"]})
-        print(f"{mode:<15} exit {code}  {b - a:6.1f} s  {len(runs)} ncu run(s)  passes a profiled launch {passes}  "
+        launches = sum(len(r["passes"]) for r in runs)
+        each = f"{(b - a) / launches:.1f} s a profiled launch" if launches else "no launch profiled"
+        print(f"{mode:<15} exit {code}  {b - a:6.1f} s ({each})  {len(runs)} ncu run(s)  "
+              f"passes a profiled launch {passes}  "
               f"step during capture: median {statistics.median(during) if during else float('nan'):,.0f} µs, "
               f"max {max(during) if during else float('nan'):,.0f} µs  {said}")
 
