@@ -255,9 +255,10 @@ def test_the_process_behind_each_attach_port_is_named() -> None:
 
 
 def test_an_attach_reads_the_held_program_from_the_launchs_process_group(tmp_path: Path) -> None:
-    """Real processes in vLLM's shape: a launch's group leader (ncu's place), its child (the API server,
-    given as the program) and a grandchild that listens (the EngineCore): the program is the child's
-    command line, as given, and nothing is read for another host."""
+    """Real processes in vLLM's shape: a launch's group leader (a program named ncu), its child (the API
+    server, given as the program) and a grandchild that listens (the EngineCore): the program is the
+    child's command line, as given; with the program itself the leader, the leader's; and nothing is
+    read for another host."""
     import subprocess
     import sys
     import time
@@ -267,19 +268,23 @@ def test_an_attach_reads_the_held_program_from_the_launchs_process_group(tmp_pat
               "open(sys.argv[1], 'w').write(str(s.getsockname()[1])); time.sleep(60)")
     server = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {engine!r}, {str(ready)!r}])"
     program = (sys.executable, "-c", server, "--model", "tiny", "--max-num-seqs", "8")
-    leader = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
-                               *program], start_new_session=True)
-    try:
-        for _ in range(100):
-            if ready.exists() and ready.read_text():
-                break
-            time.sleep(0.1)
-        port = int(ready.read_text())
-        assert launcher.held_program("127.0.0.1", port) == program
-        assert launcher.held_program("10.0.0.7", port) == ()
-    finally:
-        os.killpg(leader.pid, 9)
-        leader.wait()
+    ncu = tmp_path / "ncu"  # the launch's leader, by name: it starts the program as its child
+    ncu.write_text(f"#!{sys.executable}\nimport subprocess, sys\nsubprocess.run(sys.argv[1:])\n")
+    ncu.chmod(0o755)
+    for leader_argv in ([str(ncu), *program], list(program)):  # ncu's child, or the leader itself
+        ready.unlink(missing_ok=True)
+        leader = subprocess.Popen(leader_argv, start_new_session=True)
+        try:
+            for _ in range(100):
+                if ready.exists() and ready.read_text():
+                    break
+                time.sleep(0.1)
+            port = int(ready.read_text())
+            assert launcher.held_program("127.0.0.1", port) == program
+            assert launcher.held_program("10.0.0.7", port) == ()
+        finally:
+            os.killpg(leader.pid, 9)
+            leader.wait()
 
 
 def test_an_unset_batch_limit_names_vllms_default_for_the_gpu(fx: Path) -> None:

@@ -109,12 +109,21 @@ def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+def _cmdline(pid: int) -> tuple[str, ...]:
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:  # ended meanwhile, or not ours to read
+        return ()
+    return tuple(a.decode(errors="replace") for a in argv if a)
+
+
 def held_program(host: str, port: int) -> tuple[str, ...]:
-    """The program `kernelscope launch` holds for an attach on host:port, as it was given: the
-    command line of the first child of the launch's group leader (ncu), the listener's ancestor (a
-    vLLM server's, whose EngineCore child is the one that listens). () when the host is another
-    machine or /proc does not say: a capture --attach records it as its target, since its serving
-    command says which engine, and which of its switches, the levers may name."""
+    """The program `kernelscope launch` holds for an attach on host:port, as it was given: its
+    process group's leader is ncu (`ncu --mode launch`), so the program is the leader's first child,
+    the listener's ancestor (a vLLM server, whose EngineCore child is the one that listens); a leader
+    that is not ncu is the program. () when the host is another machine or /proc does not say: a
+    capture --attach records it as its target, since its serving command says which engine, and
+    which of its switches, the levers may name."""
     held = [x for x in listeners(None, port) if x.port == port] if host in LOCAL_HOSTS else []
     if not held:
         return ()
@@ -122,14 +131,11 @@ def held_program(host: str, port: int) -> tuple[str, ...]:
         leader = int(open(f"/proc/{held[0].pid}/stat").read().rsplit(")", 1)[1].split()[2])
     except (OSError, ValueError, IndexError):  # ended meanwhile
         return ()
-    for pid, fields in sorted(_group(leader)):
-        if int(fields[1]) == leader:
-            try:
-                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            except OSError:
-                continue
-            return tuple(a.decode(errors="replace") for a in argv if a)
-    return ()
+    own = _cmdline(leader)
+    if own and not any(os.path.basename(a).startswith("ncu") for a in own[:2]):  # ncu, or a script run as ncu
+        return own
+    return next((argv for pid, fields in sorted(_group(leader)) if int(fields[1]) == leader
+                 and (argv := _cmdline(pid))), ())
 
 
 def run(argv: Sequence[str], program: str, port: int | None, hold_timeout: float, say: Callable[[str], None],
