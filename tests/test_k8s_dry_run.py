@@ -486,3 +486,24 @@ def test_a_multiplexed_k8s_plan_is_a_sister_a_counter_group(no_cluster: None, tm
         cmd = pod["spec"]["containers"][0]["command"]
         assert cmd[cmd.index("--metrics") + 1] == ",".join(group) and "--set" not in cmd
         assert cmd[cmd.index("--filter-mode") + 1] == "per-gpu" and cmd[cmd.index("--launch-count") + 1] == "1"
+
+
+def test_a_multiplexed_attach_plan_is_one_sister_taking_a_session_a_group(no_cluster: None, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """--strategy attach --multiplex on a one-GPU server: one sister, held under ncu --mode launch and
+    loading the model once, takes 14 attach sessions one after another, none of one pass."""
+    from kernelscope.ncu import multiplex
+
+    one_gpu = tmp_path / "vllm-tp1.yaml"
+    tp = "- --tensor-parallel-size\n            - "
+    one_gpu.write_text(APPLY.read_text().replace('nvidia.com/gpu: "2"', 'nvidia.com/gpu: "1"')
+                       .replace(f'{tp}"2"', f'{tp}"1"'))
+    out, _ = plan(capsys, one_gpu, "--multiplex", "--strategy", "attach")
+    assert "policy: multi-replica; 14 capture unit(s); release ks-tp2" in out
+    assert "note: --multiplex: 14 attach sessions, one after another, to one sister (one model load)" in out
+    (pod,) = planned_pods(out)
+    assert pod["spec"]["containers"][0]["command"][1:3] == ["--mode", "launch"]
+    sessions = [argv for tag, argv in steps(out) if "--mode" in argv and argv[argv.index("--mode") + 1] == "attach"]
+    assert [argv[argv.index("--metrics") + 1] for argv in sessions] == [
+        ",".join(s) for s in multiplex.attach_sessions(multiplex.groups())]
+    assert sum(1 for _, argv in steps(out) if "install" in argv) == 1

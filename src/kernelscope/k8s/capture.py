@@ -157,6 +157,8 @@ def plan_for(ins: Inspection, req: K8sCaptureRequest, serving: list[str]) -> tup
         plan = replace(plan, attach=Attach("127.0.0.1", 49152), target=())
     if plan.multiplex:  # a counter group a unit: each its own sister, or (direct) its own session
         runs = (f"{len(plan.units())} attach sessions to the production pod's server" if ins.strategy == "direct" else
+                f"{len(plan.units())} attach sessions, one after another, to one sister (one model load)"
+                if ins.strategy == "attach" else
                 f"{len(plan.units())} sister pods, one after another, each loading the model")
         plan = plan.with_notes(f"--multiplex: {runs}, each collecting its counters on the next launches of the "
                                "kernels; merged on read")
@@ -200,7 +202,7 @@ def capture(req: K8sCaptureRequest, say: Progress) -> K8sCaptureResult:
                     req.warmup_port or (None if window else ins.server_port), req.warmup_path,
                     _body(ins, req.warmup_body), serving_window=window) \
         if req.warmup_requests or window else None
-    transport = PodTransport(kube, ins, opts, serving, warmup, say)
+    transport = PodTransport(kube, ins, opts, serving, warmup, say, one_sister=plan.multiplex)
     ncu = opts.ncu if ins.strategy != "direct" else (req.ncu_in_image or "ncu")
     kctx = KubeContext(namespace=req.namespace, deployment=ins.deployment, replicas=ins.replicas,
                        container=ins.container, image=ins.image, node=ins.node, production_pod=ins.pod,

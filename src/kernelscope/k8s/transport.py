@@ -96,10 +96,12 @@ class PodTransport:
     kind: Transport = "pod"
 
     def __init__(self, kube: Kube, ins: Inspection, opts: sister.SisterOptions, serving: Sequence[str],
-                 warmup: Warmup | None, say: Progress) -> None:
+                 warmup: Warmup | None, say: Progress, one_sister: bool = False) -> None:
         self.kube, self.ins, self.opts, self.serving = kube, ins, opts, list(serving)
         self.warmup, self.say = warmup, say
         self.strategy = ins.strategy
+        # attach strategy, --multiplex: one held sister takes every unit's session (one model load)
+        self.one_sister = one_sister and ins.strategy == "attach"
         self.pod: str | None = None  # the pod ncu runs in, for this unit
         self.tools: str = sister.TOOLS
         self.installed: list[str] = []  # releases not yet uninstalled
@@ -127,7 +129,7 @@ class PodTransport:
         self.unit += 1
         if self.strategy == "direct":
             self._debug_container()
-        else:
+        elif not (self.one_sister and self.pod):  # a sister a unit, or the first unit's kept for the rest
             command = argv if self.strategy == "wrap" else launch_argv(self.serving, ncu=self.opts.ncu)
             self._install(command)
         complete, output = self._wait(argv, remote, local, t0 + timeout, progress)
@@ -154,9 +156,23 @@ class PodTransport:
         return files
 
     def end_unit(self) -> None:
-        """Remove this unit's sister (or end the direct session) before the next one."""
+        """Remove this unit's sister (or end the direct session) before the next one; with one sister
+        for every unit, end only this unit's attach session (the sister is removed by cleanup)."""
+        if self.one_sister:
+            self._end_session()
+            return
         self.cleanup()
         self.pod = None
+
+    def _end_session(self) -> None:
+        """The in-pod attach client ended by its pid (ending kubectl exec leaves it running), then the exec."""
+        if self.pod and not self.kube.dry_run:
+            self.kube.k(*self._exec(self.tools), "sh", "-c", KILL_PIDFILES, "ks", PIDFILE, mutates=True, check=False,
+                        timeout=60)
+        if self.session is not None and self.session.poll() is None:
+            self.session.terminate()
+            self.session.wait(timeout=10)
+        self.session = None
 
     # -- steps -----------------------------------------------------------------------------------
     def _release(self) -> str:
