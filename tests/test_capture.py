@@ -256,3 +256,36 @@ def test_a_report_gone_after_its_session_fails_that_run_alone(tmp_path: Path) ->
     assert second.report is None and second.error is not None
     assert second.error.startswith("the report ncu wrote could not be read after it ended: ") and \
         "no such file or directory" in second.error
+
+
+def test_a_held_programs_secrets_never_reach_the_bundle(tmp_path: Path) -> None:
+    """capture --attach records the held program as its target: an API key on its command line is
+    masked in the manifest, as any program's is, and the engine it names is still read."""
+    import shutil
+    from collections.abc import Mapping
+
+    from kernelscope.capture import engine
+    from kernelscope.capture.transport import LocalProcess, Outcome
+    from kernelscope.report_manifest import GpuFacts, NcuFacts
+
+    class Session(LocalProcess):
+        """ncu's part played by a real report copied where the attach session writes it."""
+
+        def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,
+                    progress: object) -> Outcome:
+            shutil.copy(Path(__file__).parent / "fixtures" / "decode_gemm.ncu-rep", local)
+            return Outcome(0, '==PROF== Profiling "gemm": 0%....50%....100% - 12 passes', True, 0.1)
+
+        def run(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+            return 1, ""
+
+        def gpu_facts(self) -> GpuFacts:
+            return GpuFacts(name="NVIDIA H200")
+
+    key = "sk-held-program-secret-0123456789"
+    program = ("python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m", "--api-key", key)
+    plan = CapturePlan(kernels=("regex:nvjet",), attach=Attach("127.0.0.1", 49152))
+    ctx = engine.Context(("kernelscope",), NcuFacts("ncu", "2025.3.1"), program=program)
+    manifest = engine.run(plan, tmp_path / "b", Session(), ctx)
+    assert manifest.context["serving.engine"] == "vllm" and manifest.target[:3] == program[:3]
+    assert all(key.encode() not in f.read_bytes() for f in (tmp_path / "b").rglob("*") if f.is_file())
