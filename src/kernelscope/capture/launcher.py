@@ -65,6 +65,7 @@ class Listener:
     port: int
     pid: int
     title: str  # its command line as it shows it now (vLLM retitles its EngineCore)
+    group: int  # its process group: the launch's, whose leader is ncu
 
 
 def _listening_inodes(ports: range) -> dict[int, int]:
@@ -90,31 +91,34 @@ def _link(path: str) -> str:
         return ""
 
 
+def _cmdline(pid: int) -> tuple[str, ...]:
+    """The process's arguments; () when it ended meanwhile, or is not ours to read."""
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except OSError:
+        return ()
+    return tuple(a.decode(errors="replace") for a in argv if a)
+
+
 def listeners(pgid: int | None, first_port: int = DEFAULT_PORT) -> list[Listener]:
     """The processes of process group `pgid` (None: any) listening on the attach ports from
     `first_port`, by port; empty where /proc does not say (another OS, another user's processes)."""
     inodes = _listening_inodes(range(first_port, first_port + PORTS))
     found: list[Listener] = []
-    for pid, _ in _group(pgid) if inodes else ():
+    for pid, fields in _group(pgid) if inodes else ():
         try:
             socks = {int(t[8:-1]) for fd in os.listdir(f"/proc/{pid}/fd") if (t := _link(f"/proc/{pid}/fd/{fd}"))
                      .startswith("socket:[")}
-            title = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
         except (OSError, ValueError, IndexError):  # ended meanwhile, or not ours to read
             continue
-        found += [Listener(port, pid, title[:120]) for inode, port in inodes.items() if inode in socks]
+        if not (argv := _cmdline(pid)):
+            continue
+        found += [Listener(port, pid, " ".join(argv)[:120], int(fields[2])) for inode, port in inodes.items()
+                  if inode in socks]
     return sorted(found, key=lambda x: (x.port, x.pid))
 
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def _cmdline(pid: int) -> tuple[str, ...]:
-    try:
-        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-    except OSError:  # ended meanwhile, or not ours to read
-        return ()
-    return tuple(a.decode(errors="replace") for a in argv if a)
 
 
 def held_program(host: str, port: int) -> tuple[str, ...]:
@@ -127,10 +131,7 @@ def held_program(host: str, port: int) -> tuple[str, ...]:
     held = [x for x in listeners(None, port) if x.port == port] if host in LOCAL_HOSTS else []
     if not held:
         return ()
-    try:
-        leader = int(open(f"/proc/{held[0].pid}/stat").read().rsplit(")", 1)[1].split()[2])
-    except (OSError, ValueError, IndexError):  # ended meanwhile
-        return ()
+    leader = held[0].group
     own = _cmdline(leader)
     if own and not any(os.path.basename(a).startswith("ncu") for a in own[:2]):  # ncu, or a script run as ncu
         return own
