@@ -150,10 +150,11 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             causes += found
         if not any(r.report for r in records):
             raise CaptureError("; ".join(r.error or "no report" for r in records), causes)
+        target = plan.target or ctx.program
         manifest = redacted(BundleManifest(
             tool=f"kernelscope {__version__}",
             command=ctx.command,
-            target=plan.target or ctx.program,
+            target=target,
             transport=transport.kind,
             ncu=ctx.ncu,
             gpu=transport.gpu_facts(),
@@ -172,8 +173,7 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
             analytic=ctx.analytic,
             kubernetes=ctx.kubernetes,
             commands_run=tuple(ctx.commands_run()),
-            context={**serving.context_of(plan.target or ctx.program, _recognised(stage, records, ctx)),
-                     **ctx.user},  # the user wins
+            context={**serving.context_of(target, _recognised(stage, records, ctx)), **ctx.user},  # the user wins
         ), secrets)
         for name, text in (ctx.extras() if ctx.extras else {}).items():
             (stage / name).write_text(text)

@@ -169,6 +169,10 @@ class PodTransport:
         if self.pod and not self.kube.dry_run:
             self.kube.k(*self._exec(self.tools), "sh", "-c", KILL_PIDFILES, "ks", PIDFILE, mutates=True, check=False,
                         timeout=60)
+        self._close_exec()
+
+    def _close_exec(self) -> None:
+        """The local kubectl exec of this unit's attach session, ended."""
         if self.session is not None and self.session.poll() is None:
             self.session.terminate()
             self.session.wait(timeout=10)
@@ -418,10 +422,7 @@ class PodTransport:
                             f"{PIDFILE}.sleep", mutates=True, check=False, timeout=60)
             except KubeError as exc:
                 problems.append(str(exc))
-        if self.session is not None and self.session.poll() is None:
-            self.session.terminate()
-            self.session.wait(timeout=10)
-        self.session = None
+        self._close_exec()
         while self.installed:
             release = self.installed[0]
             if not self.kube.dry_run:

@@ -131,14 +131,19 @@ def groups(addons: tuple[AddonName, ...] = ()) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+def _alone_replayed(group: tuple[str, ...]) -> bool:
+    """A group of one counter that takes more than one pass even alone (PASSES_ALONE)."""
+    return len(group) == 2 and group[1] in PASSES_ALONE
+
+
 def attach_sessions(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
     """The groups as sessions against one held process: each a counter that takes several passes
     alone (PASSES_ALONE), the other groups dealt over them in turn; the whole list in one session
     when none does (a list of one-pass counters only: nothing to carry them)."""
-    carriers = [list(g) for g in groups if len(g) == 2 and g[1] in PASSES_ALONE]
+    carriers = [list(g) for g in groups if _alone_replayed(g)]
     if not carriers:
         return (tuple(dict.fromkeys(m for g in groups for m in g)),)
-    riders = [g for g in groups if not (len(g) == 2 and g[1] in PASSES_ALONE)]
+    riders = [g for g in groups if not _alone_replayed(g)]
     for i, group in enumerate(riders):
         carriers[i % len(carriers)] += group[1:]
     return tuple(tuple(c) for c in carriers)
@@ -146,7 +151,7 @@ def attach_sessions(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...
 
 def replayed(groups: tuple[tuple[str, ...], ...]) -> list[int]:
     """The passes of each group that is a counter taking more than one even alone (PASSES_ALONE)."""
-    return [PASSES_ALONE[g[1]] for g in groups if len(g) == 2 and g[1] in PASSES_ALONE]
+    return [PASSES_ALONE[g[1]] for g in groups if _alone_replayed(g)]
 
 
 def unmeasured(groups: tuple[tuple[str, ...], ...]) -> int:
