@@ -27,15 +27,13 @@ docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, nev
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Group = Literal["roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell", "foreign"]
 Arch = Literal["hopper", "blackwell"]
 
 
-@dataclass(frozen=True)
-class Counter:
+class Counter(NamedTuple):
     """One ncu counter kernelscope reads: its group and the figure (or figures) it feeds."""
 
     name: str
@@ -253,8 +251,7 @@ def group(name: Group) -> tuple[str, ...]:
 NA = "not applicable"  # a formula's answer for a figure that does not apply (no branch ran: 0/0)
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """One way to have a figure: a formula over counters, or over figures above it in FIGURES."""
 
     label: str  # how the figure was had, as JSON and --details say it
@@ -264,8 +261,7 @@ class Source:
     declines: bool = False  # it answers only in the case it covers (an idle pipe), else None: try the next
 
 
-@dataclass(frozen=True)
-class Figure:
+class Figure(NamedTuple):
     """One derived figure and its sources, in the order they are tried."""
 
     name: str

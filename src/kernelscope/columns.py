@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 from . import catalogue as C
 from . import typed
@@ -27,8 +27,7 @@ SCHEMA_VERSION = 4  # 3: limiter, runner_up, evidence, provenance and ncu's verd
 Kind = Literal["number", "integer", "boolean", "text", "map", "list"]
 
 
-@dataclass(frozen=True)
-class Shown:
+class Shown(NamedTuple):
     """How the table and diff views show a figure: its label, its unit as read after `scale`
     (`µs` for ns x 1e-3), and its format."""
 
@@ -42,8 +41,7 @@ class Shown:
         return f"{self.label} {self.unit}".strip()
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     """One column of the kernel objects and flat CSV: its kind, unit, doc and how it is read."""
 
     name: str

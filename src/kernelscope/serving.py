@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .redact import shell_words
 
@@ -188,8 +188,7 @@ def vllm_options(command: Sequence[str]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class Serving:
+class Serving(NamedTuple):
     """What the levers read of a serving configuration."""
 
     engine: str  # "vllm"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import fields
+from typing import Any, NamedTuple
 
 from .. import catalogue as C
 from ..model import OUT_OF_RANGE, KernelRecord, Part, RawKernel, TensorPath, all_in_range, in_range
@@ -26,8 +26,7 @@ def arch(m: Mapping[str, float]) -> C.Arch:
 BLACKWELL_ONLY = frozenset(C.group("blackwell"))
 
 
-@dataclass(frozen=True)
-class Figures:
+class Figures(NamedTuple):
     """Every figure the report's counters give, how each was had, and the figures that do not apply."""
 
     values: dict[str, Any]

@@ -7,15 +7,14 @@ never captured. Each row says which share it used."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..model import Assessment
 from .groups import KernelSummary, Key, Tally, display_names
 from .levers import saved_fraction
 
 
-@dataclass(frozen=True)
-class FrontierItem:
+class FrontierItem(NamedTuple):
     """A lever of one kernel in the frontier's ranking, scored by the share of the run it could save a cost."""
 
     score: float  # expected gain x time share / cost: % of the whole run saved, per unit of cost

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from os.path import commonprefix
+from typing import NamedTuple
 
 from ..ingest.names import template_name
 from ..model import Assessment, KernelRecord, Lever, LimiterKind
@@ -118,8 +119,7 @@ def group(items: Sequence[Assessment], across_reports: bool = False) -> list[Ker
             for (source, full), launches in found.items()]
 
 
-@dataclass(frozen=True)
-class KernelSummary:
+class KernelSummary(NamedTuple):
     """What the frontier needs of a kernel: its launch count, total time and the levers of its
     representative launch, without the launches themselves."""
 

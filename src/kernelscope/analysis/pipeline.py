@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..ceilings import CeilingsFile, DeviceFacts
 from ..ceilings import load as load_ceilings
@@ -92,8 +91,7 @@ def capture_of(m: Recorded) -> Capture:
                    m.multiplexed)
 
 
-@dataclass(frozen=True)
-class Judge:
+class Judge(NamedTuple):
     """Everything besides a launch's own counters that decides its Assessment: the ceilings, the
     measured ceilings, the bundles' analytic work and the --kernel filter. Plain data, so a worker
     process judges its part of a file exactly as this process would (report/stream.py)."""
@@ -103,8 +101,8 @@ class Judge:
     measured: CeilingsFile | None
     analytic: Mapping[Path, Analytic | None]  # bundle directory -> its harness op's work, if any
     matcher: re.Pattern[str] | str | None
-    serving: Mapping[Path, Serving | None] = field(default_factory=dict)  # bundle directory -> its serving config
-    capture: Mapping[Path, Capture] = field(default_factory=dict)  # bundle directory or bare report -> its capture
+    serving: Mapping[Path, Serving | None]  # bundle directory -> its serving config
+    capture: Mapping[Path, Capture]  # bundle directory or bare report -> its capture
 
     def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
         """The selected launches among `raws`, judged one at a time as they are read."""

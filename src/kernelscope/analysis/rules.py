@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..ceilings import DeviceCeilings
 from ..model import Bound, KernelRecord, Limiter, LimiterKind, Provenance, RuleResult
@@ -102,8 +101,7 @@ TensorWork = Literal["counted", "uncounted", "none", "unknown"]
 # pipe or tensor instructions show work whose FLOP were not collected; unknown: nothing says either way
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """What the story and lever rules look at: the record, the judgement, who owns the code, and
     the figures the levers size their unlock from."""
 
@@ -229,8 +227,7 @@ def not_judged(rec: KernelRecord, tensor_work: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class LimiterRule:
+class LimiterRule(NamedTuple):
     """A line of the limiter story: when it applies, and what it says."""
 
     name: str

@@ -28,8 +28,7 @@ import io
 import re
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from ..errors import InputError
 
@@ -44,8 +43,7 @@ CUT = "truncated or corrupt .ncu-rep"
 LOG_LINE = re.compile(rb"==[A-Z]+==")  # ncu's log lines (==PROF==, ==WARNING==) as `ncu --csv` prints them
 
 
-@dataclass(frozen=True)
-class Framing:
+class Framing(NamedTuple):
     """What a whole report's blocks declare: its kernel launches and any other results, and what
     their headers record of the session (ingest/session.py reads it: the one walk of the blocks)."""
 
@@ -55,8 +53,7 @@ class Framing:
     processes: tuple[bytes, ...] = ()  # the blocks' ProcessInfo, each distinct one once, in order
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """One whole block of a report: where it ends and what its header counts."""
 
     end: int

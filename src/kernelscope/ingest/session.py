@@ -17,8 +17,8 @@ report does not hold stays None.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from .detect import Framing, message_fields
 
@@ -29,8 +29,7 @@ NCU = "Nsight Compute Target"  # the VersionInfo provider of the ncu that profil
 CUDA = "CUDA Version"
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(NamedTuple):
     """What a report records of the ncu session that wrote it; None or () where it records none."""
 
     ncu_version: str | None = None  # "2025.3.1.0"

@@ -11,7 +11,7 @@ word that is neither an option nor an option's value is the program.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # ncu 2025.3.1's options without a value, and its short names (`ncu --help`)
 FLAGS = frozenset({
@@ -24,8 +24,7 @@ SHORT = {"-h": "--help", "-v": "--version", "-p": "--port", "-k": "--kernel-name
          "-s": "--launch-skip", "-o": "--export", "-f": "--force-overwrite", "-i": "--import"}
 
 
-@dataclass(frozen=True)
-class NcuCommand:
+class NcuCommand(NamedTuple):
     """ncu's recorded command line, split into ncu's own words and the profiled program."""
 
     argv: tuple[str, ...]  # ncu's own words as recorded: the binary and its options, without the program

@@ -10,8 +10,7 @@ breakdown metrics), which is why it is the `sol` add-on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .. import catalogue
 
@@ -20,8 +19,7 @@ AddonName = Literal["stalls", "sol", "nvlink"]
 SETS: tuple[MetricSet, ...] = ("roofline", "basic", "full")
 
 
-@dataclass(frozen=True)
-class Addon:
+class Addon(NamedTuple):
     """A metric-set add-on: the counters and sections it asks ncu for, and what it is for."""
 
     name: AddonName

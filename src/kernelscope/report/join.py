@@ -417,7 +417,7 @@ def document(joined: Joined) -> dict[str, Any]:
     total = kernels.total_time([j.row for j in joined.rows])
     return {"ranked_by": joined.ranked_by, "kernels": [_fields(j, total) for j in joined.rows],
             "unmatched": [asdict(u) for u in joined.unmatched],
-            "frontier": [{"rank": rank, **asdict(f)} for rank, f in joined.frontier],
+            "frontier": [{"rank": rank, **f._asdict()} for rank, f in joined.frontier],
             "notes": list(joined.notes)}
 
 

@@ -13,8 +13,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any, NamedTuple, Protocol
 
 import orjson
 
@@ -27,8 +26,7 @@ from .csv_fields import CSV_EOL, FORMULA_START, CsvWriter, inert_text
 from .text import has_controls, json_inert
 
 
-@dataclass(frozen=True)
-class Chunk:
+class Chunk(NamedTuple):
     """Launches in input order as the sinks take them: each launch's kernel object encoded once, the
     CSV lines of them all when a CSV is written, and the frontier's tally of them. A worker process
     makes chunks as this one does (report/stream.py), so the formatting is spread over the workers
@@ -36,8 +34,8 @@ class Chunk:
 
     kernels: list[bytes]  # each launch's kernel object as JSON
     tally: Tally
-    csv: bytes | None = None  # the launches' CSV lines in FLAT's columns, CRLF-ended
-    over: Overshoots = field(default_factory=Overshoots)  # the kernels with figures past 100 % of a ceiling
+    csv: bytes | None  # the launches' CSV lines in FLAT's columns, CRLF-ended
+    over: Overshoots  # the kernels with figures past 100 % of a ceiling
 
 
 def dumps(obj: Any) -> bytes:
@@ -128,7 +126,7 @@ class JsonSink:
             self.count += len(chunk.kernels)
 
     def close(self, frontier: Sequence[FrontierItem]) -> None:
-        self.out.write(b'],"frontier":' + dumps([vars(f) for f in frontier]) + b"}\n")
+        self.out.write(b'],"frontier":' + dumps([f._asdict() for f in frontier]) + b"}\n")
 
 
 class CsvSink:

@@ -6,7 +6,7 @@ its lever with. A helper only one family uses lives in that family's module, nex
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...model import ProvenanceKind
 from ...serving import DEFAULTS
@@ -32,8 +32,7 @@ PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
 TORCH_FAMILIES = ("PyTorch ATen", "Triton (torch.compile)")
 
 
-@dataclass(frozen=True)
-class LeverRule:
+class LeverRule(NamedTuple):
     """One lever. `family` is who can pull it (checked against PULLABLE for the kernel's owner), not the
     module it is written in: the modules group levers by the kind of kernel or limit they answer."""
 

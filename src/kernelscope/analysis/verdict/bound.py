@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ... import catalogue as C
 from ...model import Bound, KernelRecord, Limiter
@@ -30,8 +30,7 @@ from .placement import Placement
 from .roofs import l2_share
 
 
-@dataclass(frozen=True)
-class Judgement:
+class Judgement(NamedTuple):
     """The bound a launch is judged, what limits it, the roof after that and the figures that decided."""
 
     limiter: Limiter

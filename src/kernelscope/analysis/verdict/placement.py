@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...ceilings import Ceiling, DeviceCeilings
 from ...model import KernelRecord
@@ -13,8 +13,7 @@ from ...model import KernelRecord
 MINOR_SHARE = 0.01
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(NamedTuple):
     """A launch on its device's roofline: the ceilings it is held to and its %SoL of each."""
 
     binding_class: str | None  # the precision class whose time at its peak is longest

@@ -7,7 +7,7 @@ to its link instead (nvlink_roof): the link's rate is its own, with no clock to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ... import catalogue as C
 from ...ceilings import Ceiling, DeviceCeilings
@@ -43,8 +43,7 @@ def _scaled(ceiling: Ceiling, clock: float | None, unit: str) -> tuple[float, fl
                          f"{clock / 1e6:.0f} MHz")
 
 
-@dataclass(frozen=True)
-class FlopPeak:
+class FlopPeak(NamedTuple):
     """The FLOP roof a precision class holds a kernel to, as its verdict reads it (and the roofline
     draws it): the chip's peak at the clock the kernel ran at, times its tensor path's share."""
 
