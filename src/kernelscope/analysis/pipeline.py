@@ -91,6 +91,9 @@ def capture_of(m: Recorded) -> Capture:
                    m.multiplexed)
 
 
+Home = tuple["Serving | None", "Capture | None", "Analytic | None"]  # what Judge holds for one report
+
+
 class Judge(NamedTuple):
     """Everything besides a launch's own counters that decides its Assessment: the ceilings, the
     measured ceilings, the bundles' analytic work and the --kernel filter. Plain data, so a worker
@@ -103,6 +106,7 @@ class Judge(NamedTuple):
     matcher: re.Pattern[str] | str | None
     serving: Mapping[Path, Serving | None]  # bundle directory -> its serving config
     capture: Mapping[Path, Capture]  # bundle directory or bare report -> its capture
+    homes: dict[str, Home]  # a report's entries in the three above, found at its first launch (not each launch)
 
     def __call__(self, raws: Iterable[RawKernel]) -> Iterator[Assessment]:
         """The selected launches among `raws`, judged one at a time as they are read."""
@@ -117,10 +121,15 @@ class Judge(NamedTuple):
 
     def one(self, rec: KernelRecord) -> Assessment:
         measured = None if self.measured is None else (self.measured.pick(rec.device), self.measured.origin)
-        source = Path(rec.source)
+        home = self.homes.get(rec.source)
+        if home is None:
+            source = Path(rec.source)
+            home = self.homes[rec.source] = (self._home(source, self.serving), self._home(source, self.capture),
+                                             self._home(source, self.analytic))
+        serving, capture, analytic = home
         return assess(rec, self.table.pick(rec.device, self.hw, DeviceFacts.of(rec.device, rec.metrics)),
-                      self._home(source, self.serving), capture=self._home(source, self.capture),
-                      analytic=self._home(source, self.analytic), measured=measured, ceilings_origin=self.table.origin)
+                      serving, capture=capture, analytic=analytic, measured=measured,
+                      ceilings_origin=self.table.origin)
 
 
 def judge_for(
@@ -137,7 +146,7 @@ def judge_for(
     found = contexts(as_paths(paths))
     return Judge(table, hw, measured, {d: m.analytic for d, m in found.items()}, kernel_matcher(kernel),
                  {d: from_context(m.context) for d, m in found.items()},
-                 {d: capture_of(m) for d, m in found.items()}), found
+                 {d: capture_of(m) for d, m in found.items()}, {}), found
 
 
 def analyze(
