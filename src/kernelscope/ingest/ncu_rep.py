@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..catalogue import BLOCK_DIMS, DEVICE_NAME, GRID_DIMS, MAX_MEM_CLOCK_KHZ, MAX_SM_CLOCK_KHZ, NUMERIC
@@ -270,11 +271,11 @@ class FirstLaunch(NamedTuple):
     """What ncu_report exposes of a capture's settings, from a report's first launch (ncu asks
     every launch of a session for the same sections)."""
 
-    sections: tuple[str, ...]  # section identifiers; section0 is a --metrics list
-    metrics: frozenset[str]
-    device: str | None
-    clocks_hz: Mapping[str, float]  # the device's maximum clocks
-    kernels: tuple[str, ...]  # every launch's demangled name, once each: whose kernels they are
+    sections: tuple[str, ...] = ()  # section identifiers; section0 is a --metrics list
+    metrics: frozenset[str] = frozenset()
+    device: str | None = None
+    clocks_hz: Mapping[str, float] = MappingProxyType({})  # the device's maximum clocks (read-only: shared default)
+    kernels: tuple[str, ...] = ()  # every launch's demangled name, once each: whose kernels they are
 
 
 # launches whose names are read for whose kernels they are: each costs about 1 ms through the module, and an
@@ -289,7 +290,7 @@ def first_launch(path: Path, display: str | None = None) -> FirstLaunch:
         context = opened.context
         at = next((r for r in range(context.num_ranges()) if context.range_by_idx(r).num_actions()), None)
         if at is None:
-            return FirstLaunch((), frozenset(), None, {}, ())
+            return FirstLaunch()
         action = opened.action(at, 0)
         metrics, _ = _Metrics(_ncu_report(), shown).read(action)  # as every launch's: kinds, units, range
         clocks = {key: 1e3 * metrics[name] for key, name in CLOCK_ATTRIBUTES.items() if name in metrics}
