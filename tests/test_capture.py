@@ -173,6 +173,17 @@ def test_diagnose_a_held_process_left_unprofilable_by_a_one_pass_session(fx: Pat
     assert diagnose(text) == []  # a local run's unknown error is not this one
 
 
+def test_diagnose_a_launch_replay_could_not_profile(fx: Path) -> None:
+    """Real output: a launch writing 132 GiB of an H200's 140 under a 5-pass counter; ncu then lists the kernel
+    as available, which is neither a filter that matched nothing nor a launch skip."""
+    text = read(fx, "replay-wall-five-passes.txt")
+    (d,) = diagnose(text)
+    assert d.cause == "replay-failed" and "unrolled_elementwise_kernel" in d.explanation and "--multiplex" in d.fix
+    listed = text + "==WARNING== No kernels were profiled.\nAvailable Kernels:\n1. unrolled_elementwise_kernel\n"
+    assert [d.cause for d in diagnose(listed, kernel_filter="regex:elementwise", launch_skip=1)] == ["replay-failed"]
+    assert diagnose(read(fx, "replay-wall-one-pass.txt")) == []
+
+
 def test_diagnose_documented_messages() -> None:
     perm = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
             "Counters on the target device 0.")
@@ -289,3 +300,56 @@ def test_a_held_programs_secrets_never_reach_the_bundle(tmp_path: Path) -> None:
     manifest = engine.run(plan, tmp_path / "b", Session(), ctx)
     assert manifest.context["serving.engine"] == "vllm" and manifest.target[:3] == program[:3]
     assert all(key.encode() not in f.read_bytes() for f in (tmp_path / "b").rglob("*") if f.is_file())
+
+
+def test_after_a_launch_fails_under_replay_a_multiplexed_capture_runs_only_its_one_pass_groups(
+        tmp_path: Path, fx: Path) -> None:
+    """The H200's replay wall (tests/fixtures/ncu-output): the launch that writes 132 GiB profiles in one
+    pass and fails at several, 72 s a failure. ncu's part is played by its real output for a group whose
+    counter takes several passes alone and by a real report for the others: after the first failure the
+    other replayed groups are not run, the one-pass groups are, and the merged launch says why its
+    replayed counters are unmeasured."""
+    import shutil
+    from collections.abc import Mapping
+
+    import kernelscope
+    from kernelscope.capture import engine
+    from kernelscope.capture.transport import LocalProcess, Outcome
+    from kernelscope.ncu.multiplex import PASSES_ALONE
+    from kernelscope.report_manifest import GpuFacts, NcuFacts
+
+    wall = read(fx, "replay-wall-five-passes.txt")
+    toy = Path(__file__).parent / "fixtures" / "multiplex" / "toy-multiplexed" / "ncu-profiles"
+
+    class ReplayWall(LocalProcess):
+        metrics: list[set[str]] = []
+
+        def capture(self, argv: list[str], remote: str, local: Path, env: Mapping[str, str], timeout: float,
+                    progress: object) -> Outcome:
+            self.metrics.append(set(argv[argv.index("--metrics") + 1].split(",")))
+            if self.metrics[-1] & set(PASSES_ALONE):
+                return Outcome(9, wall, False, 72.0)
+            shutil.copy(toy / f"{local.name[:2]}-copy.ncu-rep", local)  # that group's real report
+            return Outcome(0, '==PROF== Profiling "copy": 0%....50%....100% - 1 pass', True, 6.0)
+
+        def run(self, argv: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> tuple[int, str]:
+            assert "--import" in argv, "no listing pass after a replay failure"
+            return 1, ""
+
+        def gpu_facts(self) -> GpuFacts:
+            return GpuFacts(name="NVIDIA H200")
+
+    plan = CapturePlan(kernels=("regex:copy",), target=("/bin/prog",), multiplex=True)
+    transport = ReplayWall()
+    manifest = engine.run(plan, tmp_path / "b", transport, engine.Context(("kernelscope",), NcuFacts("ncu", "2025.3.1")))
+    runs = {c.group: c for c in manifest.captures}
+    assert len(runs) == len(plan.units()) == 31
+    assert len(transport.metrics) == 31 - 13  # the one-pass groups and the first replayed one
+    failed = [g for g, c in runs.items() if c.report is None]
+    assert len(failed) == 14 and all(runs[g].causes == ("replay-failed",) for g in failed)
+    first = runs[failed[0]]
+    assert first.exit_code == 9 and 'Failed to profile "unrolled_elementwise_kernel"' in (first.error or "")
+    assert all((runs[g].error or "").startswith(f"not run: counter group {failed[0]}'s launch") for g in failed[1:])
+    (a,), _ = kernelscope.analyze(str(tmp_path / "b"))
+    assert any("kernel replay failed" in n and ", ".join(map(str, failed)) in n for n in a.record.notes)
+    assert a.bound == "memory" and "FLOP not collected for fp64, fp32, fp16" in a.verdict  # SASS counts: never 0

@@ -3,9 +3,9 @@
 # (bench/workloads/replay_wall.py: one elementwise launch writing FRACTION of the GPU's free memory).
 # On the GPU machine, from the repository root, with orjson's wheel in .wheels:
 #   OUT=/tmp/out bash bench/device/replay_wall.sh [FRACTION]      # default 0.95
-# Measured on the H200 at 0.95 (2026-12-02): the control and the replayed capture ended within a device
-# call, the multiplexed one did not (17-18 of its 31 groups in 330-420 s: a one-pass group ~8 s, each of
-# the 14 counters replayed even alone failing after ~72 s as the replayed capture does); give it more time.
+# Measured on the H200 at 0.95 (2026-12-02), before a multiplexed capture stopped replaying after the
+# first replay failure: each of the 14 counters replayed even alone failed after ~72 s, and the capture
+# outlasted a device call (17-18 of 31 groups in 330-420 s; a one-pass group ~8 s).
 set -uo pipefail
 export PATH=$PATH:/opt/nvidia/nsight-compute/2025.3.1:/usr/local/cuda/bin \
   PYTHONPATH=/tmp/site:$PWD/src:/opt/nvidia/nsight-compute/2025.3.1/extras/python PYTHONUNBUFFERED=1

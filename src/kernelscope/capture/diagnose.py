@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 NO_KERNELS = "No kernels were profiled"
+REPLAY_FAILED = re.compile(r'==ERROR== Failed to profile "([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = 
                                "each ended after its report was whole)",
                                "start the program with `kernelscope launch -- PROGRAM`, and let each capture --attach "
                                "end by itself"))
-    if attached and re.search(r"Failed to prepare kernel for profiling|Unknown Error on device", output):
+    unknown = re.search(r"Failed to prepare kernel for profiling|Unknown Error on device", output) is not None
+    if attached and unknown:
         found.append(Diagnosis("held-process-unprofilable",
                                "the held process can no longer be profiled (ncu: Failed to prepare kernel for "
                                "profiling, Unknown Error on device): measured with ncu 2025.3.1 on an H200, a held "
@@ -106,7 +108,17 @@ def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = 
                                "restart the program under `kernelscope launch`; against it, capture --attach "
                                "(--multiplex gives every session a counter of several passes), and give a one-pass "
                                "ncu session only as the last"))
-    if NO_KERNELS in output:
+    failed = list(dict.fromkeys(REPLAY_FAILED.findall(output)))
+    if failed and not unknown:  # that error is not replay's memory
+        found.append(Diagnosis("replay-failed",
+                               f"ncu matched {', '.join(failed)} and failed to profile it (ncu: Failed to profile); "
+                               "most often kernel replay could not save the memory the launch writes before its "
+                               "first pass: measured on an H200 with ncu 2025.3.1, a launch writing a 132 GiB "
+                               "tensor profiled in one pass and failed at five, after 72 s, killing the program",
+                               "capture with --multiplex (its one-pass groups save nothing; the counters that take "
+                               "several passes alone stay unmeasured), lower the program's memory use (vLLM: "
+                               "--gpu-memory-utilization), or --replay-mode application"))
+    if NO_KERNELS in output and not failed:  # a failed launch is listed as available: not a filter or skip cause
         if "requires the --target-processes all" in output:
             wrapper = target and target[0].rsplit("/", 1)[-1] in {"env", "sh", "bash"}
             found.append(Diagnosis("child-processes",

@@ -20,6 +20,7 @@ from ..ingest import read_file
 from ..ingest.ncu_rep import first_launch
 from ..manifest import BundleManifest, CaptureRecord, CommandRun, KubeContext, Scoping, redacted
 from ..ncu.argv import capture_argv, import_argv, listing_argv
+from ..ncu.multiplex import needs_replay
 from ..ncu.plan import CapturePlan, CaptureUnit
 from ..report_manifest import Analytic, NcuFacts
 from .bundle import publish, report_stem, staging
@@ -91,7 +92,7 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
         # ncu lists only the kernels its filter did not match, so "matched nothing" may really be "every match
         # was skipped": a listing pass (profiles nothing, reruns the program) tells them apart
         if isinstance(transport, LocalProcess) and plan.target and (
-                not causes & {"filter-matched-nothing", "skipped-by-launch-skip"}
+                not causes & {"filter-matched-nothing", "skipped-by-launch-skip", "replay-failed"}
                 or ("filter-matched-nothing" in causes and plan.launch_skip > 0)):
             _, listing = transport.run(listing_argv(plan, ctx.ncu.path), timeout, env)  # as the program ran
             listed = [d for d in diagnose(listing, plan.target, kernel_filter=unit.kernel_filter,
@@ -99,7 +100,10 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                       if d.cause in ("filter-matched-nothing", "skipped-by-launch-skip")]
             if listed:
                 found = [d for d in found if d.cause != "filter-matched-nothing"] + listed
-        tail = "" if found else "; ncu said: " + " | ".join(outcome.output.strip().splitlines()[-4:])
+        lines = outcome.output.splitlines()
+        errors = list(dict.fromkeys(line.strip() for line in lines if line.startswith("==ERROR==")))
+        said = errors[:3] or ([] if found else [line for line in lines if line.strip()][-4:])
+        tail = "; ncu said: " + " | ".join(said) if said else ""
         error = f"ncu profiled no kernel for --kernel {unit.kernel_filter!r} (exit {outcome.exit_code}){tail}"
         return replace(base, error=redact.text(error, secrets), causes=tuple(d.cause for d in found)), found
     try:  # a report seen whole can be gone when ncu ends (seen once, an attach session that failed next to it)
@@ -125,6 +129,16 @@ def _unit(plan: CapturePlan, unit: CaptureUnit, stage: Path, transport: CaptureT
                    causes=tuple(d.cause for d in found), error=found[0].explanation if found else None), found
 
 
+def _not_replayed(unit: CaptureUnit, failed: CaptureRecord) -> CaptureRecord:
+    """A multiplexed group left out because an earlier group's replayed launch failed: its counter
+    takes several passes even alone, so its launch would be replayed and fail the same way (each such
+    failure cost 72 s on the H200); its figures stay unmeasured and the one-pass groups still run."""
+    return CaptureRecord(kernel_filter=unit.kernel_filter, kernels=unit.kernels, report=None, group=unit.group,
+                         causes=("replay-failed",),
+                         error=f"not run: counter group {failed.group}'s launch failed under kernel replay, and this "
+                               "group's counter takes several passes even alone, so it would be replayed too")
+
+
 def _recognised(stage: Path, records: list[CaptureRecord], ctx: Context) -> str | None:
     """What in the captured reports (their kernels) or the pod (its image) says they are vLLM's."""
     kernels = [k for r in records if r.report for k in first_launch(stage / r.report).kernels]
@@ -142,6 +156,10 @@ def run(plan: CapturePlan, out: Path, transport: CaptureTransport, ctx: Context,
         records: list[CaptureRecord] = []
         causes: list[Diagnosis] = []
         for unit in plan.units():
+            failed = next((r for r in records if "replay-failed" in r.causes), None)
+            if plan.multiplex and failed is not None and needs_replay(unit.metrics):
+                records.append(_not_replayed(unit, failed))
+                continue
             try:
                 record, found = _unit(plan, unit, stage, transport, ctx, timeout, progress, secrets)
             finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import catalogue
 from ..errors import InputError
-from ..manifest import BundleManifest
+from ..manifest import BundleManifest, CaptureRecord
 from ..model import Part, RawKernel
 
 # Launches of one kernel in steady state vary this much and still count as the same work. On the H200
@@ -38,6 +38,15 @@ def _refusal(raw: RawKernel, ref: RawKernel) -> str | None:
         return (f"ran {d / 1e3:,.2f} µs against the reference launch's {r / 1e3:,.2f} µs ({(d - r) / r * 100:+.1f} %, "
                 f"over the {DURATION_SPREAD_PCT:g} % two launches of one kernel may differ)")
     return None
+
+
+_FAILED = "failed to capture (the bundle's manifest says why)"
+_FAILURES = {"replay-failed": "were not collected: kernel replay failed on a launch of this capture (the bundle's "
+                              "manifest says which), and these counters take several passes"}
+
+
+def _group(c: CaptureRecord) -> int:
+    return c.group or 0
 
 
 def merge(launches: Sequence[tuple[int, int | None, RawKernel]]) -> RawKernel:
@@ -86,7 +95,9 @@ def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
         for i, raw in enumerate(read_report(path)):
             passes = run.passes[i] if i < len(run.passes) else None
             by_kernel.setdefault((raw.name_full, raw.grid, raw.block), {}).setdefault(group, []).append((passes, raw))
-    failed = sorted({c.group for c in manifest.captures if c.group is not None and c.report is None})
+    failed: dict[str, list[int]] = {}
+    for c in sorted((c for c in manifest.captures if c.group is not None and c.report is None), key=_group):
+        failed.setdefault(_FAILURES.get(c.causes[0] if c.causes else "", _FAILED), []).append(_group(c))
     ran = sorted({c.group for c in manifest.captures if c.group is not None and c.report is not None})
     for groups in by_kernel.values():
         missing = [g for g in ran if g not in groups]
@@ -98,6 +109,6 @@ def read(manifest: BundleManifest, where: Path, reports: Sequence[Path],
                     "kernel on this grid and block (their runs' launches went to other kernels or shapes the filter "
                     "matched): the figures they feed are unmeasured; an exact --kernel name and a larger "
                     "--launch-count collect more groups on the same work"] if absent else []
-            said += [f"multiplexed: counter group(s) {', '.join(map(str, failed))} failed to capture (the bundle's "
-                     "manifest says why): the figures they feed are unmeasured"] if failed else []
+            said += [f"multiplexed: counter group(s) {', '.join(map(str, groups_))} {why}: the figures they feed are "
+                     "unmeasured" for why, groups_ in failed.items()]
             yield replace(merged, notes=(*merged.notes, *said)) if said else merged

@@ -149,6 +149,11 @@ def attach_sessions(groups: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...
     return tuple(tuple(c) for c in carriers)
 
 
+def needs_replay(metrics: tuple[str, ...]) -> bool:
+    """A run of these counters replays its launches: one of them takes several passes even alone."""
+    return any(m in PASSES_ALONE for m in metrics)
+
+
 def replayed(groups: tuple[tuple[str, ...], ...]) -> list[int]:
     """The passes of each group that is a counter taking more than one even alone (PASSES_ALONE)."""
     return [PASSES_ALONE[g[1]] for g in groups if _alone_replayed(g)]
