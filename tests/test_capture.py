@@ -174,8 +174,8 @@ def test_diagnose_a_held_process_left_unprofilable_by_a_one_pass_session(fx: Pat
 
 
 def test_diagnose_a_launch_replay_could_not_profile(fx: Path) -> None:
-    """Real output: a launch writing 132 GiB of an H200's 140 under a 5-pass counter; ncu then lists the kernel
-    as available, which is neither a filter that matched nothing nor a launch skip."""
+    """Real output: a launch in a process holding 132 GiB of an H200's 140, under a 5-pass counter; ncu then
+    lists the kernel as available, which is neither a filter that matched nothing nor a launch skip."""
     text = read(fx, "replay-wall-five-passes.txt")
     (d,) = diagnose(text)
     assert d.cause == "replay-failed" and "unrolled_elementwise_kernel" in d.explanation and "--multiplex" in d.fix
@@ -304,7 +304,7 @@ def test_a_held_programs_secrets_never_reach_the_bundle(tmp_path: Path) -> None:
 
 def test_after_a_launch_fails_under_replay_a_multiplexed_capture_runs_only_its_one_pass_groups(
         tmp_path: Path, fx: Path) -> None:
-    """The H200's replay wall (tests/fixtures/ncu-output): the launch that writes 132 GiB profiles in one
+    """The H200's replay wall (tests/fixtures/ncu-output): a launch in a process holding 132 GiB profiles in one
     pass and fails at several, 72 s a failure. ncu's part is played by its real output for a group whose
     counter takes several passes alone and by a real report for the others: after the first failure the
     other replayed groups are not run, the one-pass groups are, and the merged launch says why its
@@ -341,7 +341,8 @@ def test_after_a_launch_fails_under_replay_a_multiplexed_capture_runs_only_its_o
 
     plan = CapturePlan(kernels=("regex:copy",), target=("/bin/prog",), multiplex=True)
     transport = ReplayWall()
-    manifest = engine.run(plan, tmp_path / "b", transport, engine.Context(("kernelscope",), NcuFacts("ncu", "2025.3.1")))
+    ctx = engine.Context(("kernelscope",), NcuFacts("ncu", "2025.3.1"))
+    manifest = engine.run(plan, tmp_path / "b", transport, ctx)
     runs = {c.group: c for c in manifest.captures}
     assert len(runs) == len(plan.units()) == 31
     assert len(transport.metrics) == 31 - 13  # the one-pass groups and the first replayed one

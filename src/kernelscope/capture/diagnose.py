@@ -112,11 +112,13 @@ def diagnose(output: str, target: Sequence[str] = (), driver_cuda: str | None = 
     if failed and not unknown:  # that error is not replay's memory
         found.append(Diagnosis("replay-failed",
                                f"ncu matched {', '.join(failed)} and failed to profile it (ncu: Failed to profile); "
-                               "most often kernel replay could not save the memory the launch writes before its "
-                               "first pass: measured on an H200 with ncu 2025.3.1, a launch writing a 132 GiB "
-                               "tensor profiled in one pass and failed at five, after 72 s, killing the program",
-                               "capture with --multiplex (its one-pass groups save nothing; the counters that take "
-                               "several passes alone stay unmeasured), lower the program's memory use (vLLM: "
+                               "the cause measured here: kernel replay could not save the memory the launch may "
+                               "write before its first pass (on an H200 with ncu 2025.3.1, a launch in a process "
+                               "holding a 132 GiB tensor profiled in one pass and failed at five, after 72 s, "
+                               "killing the program)",
+                               "capture the program with --multiplex (not --attach: a held process takes no "
+                               "one-pass session), whose one-pass groups save nothing and whose counters of several "
+                               "passes stay unmeasured; or lower the program's memory use (vLLM: "
                                "--gpu-memory-utilization), or --replay-mode application"))
     if NO_KERNELS in output and not failed:  # a failed launch is listed as available: not a filter or skip cause
         if "requires the --target-processes all" in output:
