@@ -42,7 +42,13 @@ def test_kill_loop_never_loses_the_cell(tmp_path: Path) -> None:
     full = time.monotonic() - t0  # how long one import takes here: kills land all over it
     seen, interrupted = set(), 0
     for i in range(40):
+        t0 = time.monotonic()
         proc = importer(tmp_path, SOURCES["bc"[i % 2]])
+        if i % 10 == 9:  # one import in ten ends by itself: a cell to lose, and the time one takes under today's load
+            assert proc.wait() == 0
+            full = time.monotonic() - t0
+            seen.add(whole(tmp_path))
+            continue
         sig = signal.SIGINT if i % 5 == 4 else signal.SIGKILL
         # SIGKILL anywhere; SIGINT mid-import, past Python's start-up (before its handler a SIGINT is
         # a KeyboardInterrupt in the interpreter's own start, not ours to test)
