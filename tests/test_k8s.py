@@ -310,15 +310,22 @@ def test_ncu_error_in_the_log_stops_the_run(cluster: None, tmp_path: Path, capsy
     assert code == 2 and "ERR_NVGPUCTRPERM" in err and wait_gone() == ""
 
 
+def said_until(proc: subprocess.Popen[str], text: str, seconds: float) -> None:
+    """Read the capture's stderr until a line holds `text`; its end, or `seconds` passing, fails the
+    test with what it said (a readline at the end of the pipe returns "" for ever)."""
+    said, deadline = [], time.monotonic() + seconds
+    while not said or text not in said[-1]:
+        said.append(proc.stderr.readline() if proc.stderr else "")
+        assert said[-1] != "" and time.monotonic() < deadline, f"never said {text!r}: {''.join(said)}"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signals_clean_up(cluster: None, tmp_path: Path, sig: signal.Signals) -> None:
     name = deploy(toy("slow", NS, env={"FAKE_NCU_DELAY": "120"}))
     proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
                                                                               "--out", str(tmp_path / "s"))],
                             stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while "installed" not in (line := proc.stderr.readline() if proc.stderr else ""):
-        assert time.monotonic() < deadline and line != "", "never installed"
+    said_until(proc, "installed", 30)
     time.sleep(2)
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == 128 + sig
@@ -330,16 +337,13 @@ def test_second_ctrl_c_during_cleanup_is_ignored(cluster: None, tmp_path: Path) 
     proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
                                                                               "--out", str(tmp_path / "c"))],
                             stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    while "installed" not in proc.stderr.readline():
-        pass
+    said_until(proc, "installed", 30)
     time.sleep(2)
     proc.send_signal(signal.SIGINT)
-    while "cleaning up: uninstalling" not in proc.stderr.readline():
-        pass
+    said_until(proc, "cleaning up: uninstalling", 60)
     proc.send_signal(signal.SIGINT)  # while uninstalling
     code = proc.wait(timeout=60)
-    rest = proc.stderr.read()
+    rest = proc.stderr.read() if proc.stderr else ""
     assert code == 130 and wait_gone() == ""
     assert "SIGINT ignored: cleaning up (if this is stuck, run `kernelscope k8s cleanup`)" in rest
 
