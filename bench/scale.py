@@ -4,9 +4,13 @@ Builds raw-CSV inputs of 1k/10k/100k launches by replicating the real fixture ro
 (tests/fixtures/*-raw.csv) with distinct IDs, times every path as a whole process (start-up
 included, as a user sees it) and reads each process's own peak RSS (wait4). The .ncu-rep path is
 held against the floor any reader of that file pays: ncu_report loading the 300-launch report and
-reading 30 metrics per launch. Then fits log(time) = a + b log(N) for analyze, campaign render and
-the roofline: b ~ 1 is linear. Render and roofline inputs give every launch its own kernel name, so
-the page has N rows and the figure N points (the stress case), with every figure real.
+making of each launch the lookups kernelscope's reader makes (its ~150 counters by name, the
+names, the rule results, the source file), the cheapest way the module offers. Two lines are
+held against it: the reading alone (every launch into its record, as analyze reads it: the
+ingest) and analyze whole (reading, judging and writing JSON). Then fits log(time) = a + b log(N)
+for analyze, campaign render and the roofline: b ~ 1 is linear. Render and roofline inputs give
+every launch its own kernel name, so the page has N rows and the figure N points (the stress
+case), with every figure real.
 
 Child processes compile kernelscope's modules once into a private bytecode cache, as an installed
 package has them (this workplace sets PYTHONDONTWRITEBYTECODE, which would make every run compile
@@ -46,15 +50,33 @@ MANY = Path(__file__).parent / "data" / "many.ncu-rep.gz"
 KS = [sys.executable, "-m", "kernelscope.cli"]
 FLOOR = """
 import sys, ncu_report
+wanted = open(sys.argv[2]).read().split()
 ctx = ncu_report.load_report(sys.argv[1])
+A = ncu_report.IAction
 for r in range(ctx.num_ranges()):
     rng = ctx.range_by_idx(r)
     for a in range(rng.num_actions()):
         action = rng.action_by_idx(a)
-        names = sorted(action.metric_names())[:30]
-        for n in names:
-            action.metric_by_name(n).value()
-"""
+        action.name(A.NameBase_DEMANGLED), action.name(A.NameBase_FUNCTION), action.workload_type()
+        device = action.metric_by_name("device__attribute_display_name")
+        if device is not None:
+            device.as_string()
+        for n in wanted:
+            metric = action.metric_by_name(n)
+            if metric is not None:
+                metric.as_double()
+        action.rule_results_as_dicts()
+        executed = action.metric_by_name("inst_executed")
+        if executed is not None and executed.num_instances():
+            action.source_info(executed.correlation_ids().as_uint64(0))
+"""  # the lookups kernelscope's reader makes of each launch (ingest/ncu_rep.py), the cheapest way the module offers
+INGEST = """
+import sys
+from pathlib import Path
+from kernelscope.ingest import iter_file
+for _ in iter_file(Path(sys.argv[1])):
+    pass
+"""  # kernelscope's reading alone: every launch into its record, as analyze reads it
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -76,6 +98,15 @@ def run(argv: list[str], out: Path | None = None, cpus: set[int] | None = None) 
 def best(argv: list[str], runs: int) -> tuple[float, float]:
     results = [run(argv) for _ in range(runs)]
     return min(r[0] for r in results), max(r[1] for r in results)
+
+
+def paired(argvs: dict[str, list[str]], runs: int) -> dict[str, tuple[float, float]]:
+    """best() of each, the runs taken in turn, so a change in this machine's load falls on all alike."""
+    results: dict[str, list[tuple[float, float]]] = {label: [] for label in argvs}
+    for _ in range(runs):
+        for label, argv in argvs.items():
+            results[label].append(run(argv))
+    return {label: (min(r[0] for r in rs), max(r[1] for r in rs)) for label, rs in results.items()}
 
 
 def raw_csv(n: int, path: Path, distinct: bool = False) -> None:
@@ -175,7 +206,6 @@ def main() -> None:
         for warm in (["analyze", str(FX / "gemm_bf16.ncu-rep"), "--format", "json"],  # compile once, as installed
                      ["roofline", str(FX / "gemm_bf16.ncu-rep"), "--out", str(d / "warm.png")]):
             run([*KS, *warm])
-        run([sys.executable, "-c", FLOOR, str(FX / "gemm_bf16.ncu-rep")])
         fits: dict[str, list[tuple[int, float]]] = {"jobs 1": [], "jobs N": []}
         for n in sizes:
             raw_csv(n, d / f"k{n}.csv")
@@ -198,19 +228,24 @@ def main() -> None:
         data = args.report.read_bytes()
         rep.write_bytes(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
         launches = ncu_rep.launches(rep)
-        floor, floor_rss = best([sys.executable, "-c", FLOOR, str(rep)], args.runs)
-        floor_start, _ = best([sys.executable, "-c", "import ncu_report"], args.runs)
-        ours_start, _ = best([sys.executable, "-c", "import kernelscope.app, kernelscope.report.stream, ncu_report"],
-                             args.runs)
-        for label, jobs in (("jobs 1", ["--jobs", "1"]), ("jobs N", [])):
-            ours, rss = best([*KS, "analyze", str(rep), "--format", "json", *jobs], args.runs)
-            line(f".ncu-rep -> JSON, {label}", launches, ours, rss, f"{ours / floor:.2f}x",
-                 f"floor {floor:.2f} s, {floor_rss:.0f} MB")
-            if label == "jobs 1":
-                per, floor_per = (ours - ours_start) / launches, (floor - floor_start) / launches
-                print(f".ncu-rep, jobs 1: start-up {ours_start:.3f} s vs the floor's {floor_start:.3f} s; after it "
-                      f"{1e3 * per:.2f} ms a launch vs the floor's {1e3 * floor_per:.2f} ms ({per / floor_per:.2f}x)",
-                      flush=True)
+        wanted = d / "wanted.txt"
+        wanted.write_text("\n".join(ncu_rep.NUMERIC_WANTED))
+        timed = paired({"floor": [sys.executable, "-c", FLOOR, str(rep), str(wanted)],
+                        "floor start": [sys.executable, "-c", "import ncu_report"],
+                        "ingest": [sys.executable, "-c", INGEST, str(rep)],
+                        "ours start": [sys.executable, "-c", "import kernelscope.app, kernelscope.report.stream, "
+                                       "ncu_report"],
+                        "jobs 1": [*KS, "analyze", str(rep), "--format", "json", "--jobs", "1"],
+                        "jobs N": [*KS, "analyze", str(rep), "--format", "json"]}, max(args.runs, 7))
+        floor, floor_rss = timed["floor"]
+        for label in ("ingest", "jobs 1", "jobs N"):
+            ours, rss = timed[label]
+            line(".ncu-rep, read alone" if label == "ingest" else f".ncu-rep -> JSON, {label}", launches, ours, rss,
+                 f"{ours / floor:.2f}x", f"floor {floor:.2f} s, {floor_rss:.0f} MB")
+        start, floor_start = timed["ours start"][0], timed["floor start"][0]
+        per, floor_per = (timed["jobs 1"][0] - start) / launches, (floor - floor_start) / launches
+        print(f".ncu-rep, jobs 1: start-up {start:.3f} s vs the floor's {floor_start:.3f} s; after it {1e3 * per:.2f} "
+              f"ms a launch vs the floor's {1e3 * floor_per:.2f} ms ({per / floor_per:.2f}x)", flush=True)
         cells = [run([*KS, "campaign", "import-ncu", "--root", str(d / "c"), "--campaign", "s", "--cell-id", f"c{i}",
                       "--bundle", str(FX / "gemm_bf16.ncu-rep")]) for i in range(args.runs + 2)]
         print(f"campaign import-ncu: {min(s for s, _ in cells):.3f} s per cell (best of {len(cells)}), "
