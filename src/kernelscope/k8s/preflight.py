@@ -37,23 +37,26 @@ RBAC_CHECKS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 RBAC_DIRECT = (("patch", "pods/ephemeralcontainers", "--direct: the debug sidecar in the production pod"),)
 
 
-def _can(kube: Kube, verb: str, resource: str, *scope: str) -> str:
+def _answer(out: str | None) -> str:
     """kubectl auth can-i's answer: yes, no, or "" when the API server gave none."""
-    out = kube.k("auth", "can-i", verb, resource, *scope, check=False)
     answer = (out or "").strip().splitlines()[-1:] or [""]
     return answer[0] if answer[0] in ("yes", "no") else ""
 
 
 def rbac(kube: Kube, direct: bool = False) -> list[Finding]:
+    needed = RBAC + (RBAC_DIRECT if direct else ())
+    answers = [_answer(out) for out in kube.reads(*(("auth", "can-i", verb, resource) for verb, resource, _ in needed),
+                                                  *(("auth", "can-i", verb, resource, *scope)
+                                                    for verb, resource, scope, _ in RBAC_CHECKS))]
     denied, unknown = [], []
-    for verb, resource, why in RBAC + (RBAC_DIRECT if direct else ()):
-        answer = _can(kube, verb, resource)
+    for (verb, resource, why), answer in zip(needed, answers[:len(needed)], strict=True):
         if answer == "no":
             denied.append(f"{verb} {resource} ({why})")
         elif answer != "yes":
             unknown.append(f"{verb} {resource}")
     optional = [f"{verb} {resource}{' at cluster scope' if scope else ''} ({left})"
-                for verb, resource, scope, left in RBAC_CHECKS if _can(kube, verb, resource, *scope) == "no"]
+                for (verb, resource, scope, left), answer in zip(RBAC_CHECKS, answers[len(needed):], strict=True)
+                if answer == "no"]
     found = [Finding("rbac-checks", "unchecked", "could not check what these reads answer (the capture can go on "
                      "without them; each check below says so): " + "; ".join(optional),
                      f"kubectl auth can-i, namespace {kube.namespace}")] if optional else []
