@@ -110,22 +110,39 @@ HERE = Path(__file__).parent
 # the modules that drive the test cluster: test_k8s.py, with its `cluster` fixture, and those that take it from there
 ON_CLUSTER = frozenset(f"tests/{p.name}" for p in HERE.glob("test_*.py")
                        if p.name == "test_k8s.py" or "from test_k8s import" in p.read_text())
+# two test clusters at once (a third's API server, etcd and node poller cost more CPU than it saves): the
+# captures and inspections of test_k8s*.py on one, about half the time on the cluster, the other modules on the
+# other; one when KUBECONFIG names the cluster (two workers would share its namespace and its names)
+CORE = ("tests/test_k8s.py", "tests/test_k8s_capture.py")
+CLUSTER_OF = {module: "on-cluster" if os.environ.get("KUBECONFIG") else
+              "on-cluster-core" if module in CORE else "on-cluster-rest" for module in ON_CLUSTER}
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook: on the controller
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """xdist workers take a module's tests together, in their order (as one process would: the
-    documents' steps build on the ones before, module fixtures are made once), and the modules on
-    the test cluster all in one worker: one cluster a worker, and pods of the emulated cluster bind
-    127.0.0.1 ports by their names' lengths (tests/toyk8s.py), which two clusters' pods would
-    share. (xdist's own xdist_group marks do nothing under pytest 9.2: it renames nodes by an
-    attribute pytest no longer reads.)"""
+    documents' steps build on the ones before, module fixtures are made once). The modules on the
+    test cluster go out first as two groups, each a worker's and its own cluster's (their pods
+    get that worker's ports: tests/toyk8s.py): they are the longest and spend most of their time
+    waiting on pods, which a third worker's tests fill; a worker already holding a group is given
+    the smallest module left beside it. (xdist's own xdist_group marks do nothing under pytest 9.2:
+    it renames nodes by an attribute pytest no longer reads.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByModule(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return "on-cluster" if module in ON_CLUSTER else module
+            return CLUSTER_OF.get(module, module)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            queue = self.workqueue  # scopes by number of tests, most first
+            if any(scope.startswith("on-cluster") for scope in self.assigned_work.get(node, {})):
+                pick = next((s for s in reversed(queue) if not s.startswith("on-cluster")), None)
+            else:
+                pick = next((s for s in queue if s.startswith("on-cluster")), None)
+            if pick is not None:
+                queue.move_to_end(pick, last=False)
+            super()._assign_work_unit(node)
 
     return ByModule(config, log)
 

@@ -23,7 +23,7 @@ from kernelscope.k8s.inspect import inspect
 from kernelscope.k8s.kubectl import Kube
 from kernelscope.redact import LAST_APPLIED, MASK
 from test_k8s import NS, capture, cluster, deploy, kubectl, wait_gone  # noqa: F401  (cluster: the fixture, by name)
-from toyk8s import planned_pods, toy
+from toyk8s import SERVE, planned_pods, toy
 
 KLASS = "secrets: command lines, env, pod specs"
 FAKE_NCU = Path(__file__).parent / "local" / "fake-ncu.sh"
@@ -199,8 +199,7 @@ def secret_deployment(name: str) -> dict[str, Any]:
            "OPENAI_KEY": POD_SECRETS[9], "PASSPHRASE": POD_SECRETS[10], "PGPASS": POD_SECRETS[11],
            "CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "WARN", "KEYBOARD": "us"}
     doc = toy(name, NS, env=env, command=[
-        "sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; : --api-key {POD_SECRETS[1]}; "
-                    "exec httpd -f -p $((8000 + ${#POD_NAME})) -h /www"],
+        "sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; : --api-key {POD_SECRETS[1]}; {SERVE}"],
         args=["--tensor-parallel-size", "2", "--skip-tokenizer-init", "--api-key", POD_SECRETS[0],
               "--kv-cache-dtype", "fp8"])
     template = doc["spec"]["template"]

@@ -1,6 +1,6 @@
 """Real deployments (issue 29) on the emulated cluster (../shared/kube): a namespace-scoped user, a
 server that wants an API key, a sister that never gets past a phase, a hardened securityContext.
-Each toy's pods bind 127.0.0.1:8000 + len(pod name), so each toy name has a length no other test's has."""
+Each toy's pods bind 127.0.0.1:PORT_BASE + len(pod name), so each toy name has a length no other test's has."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_a_statefulset_is_captured_with_its_claims(cluster: None, tmp_path: Path
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A StatefulSet whose model cache is a volumeClaimTemplate: the sister mounts production pod's
     own claim (model-cache-<pod>), which this API server cannot describe (no PVCs): said, not ok."""
-    doc = toy("model-sts", NS)  # its pod, model-sts-0, binds 8000 + 11
+    doc = toy("model-sts", NS)  # its pod, model-sts-0, binds PORT_BASE + 11
     doc["kind"] = "StatefulSet"
     doc["spec"]["serviceName"] = "model-sts"
     doc["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "model-cache"}, "spec": {

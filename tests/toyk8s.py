@@ -5,12 +5,17 @@ the pod transport's kubectl/helm steps run for real without a GPU."""
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent / "k8s"
 REPORT = Path(__file__).parent / "fixtures" / "decode_gemm.ncu-rep"
 FAKE_NCU = "/fakencu-bin/ncu"
+# Pods of the emulated cluster share 127.0.0.1: each binds PORT_BASE + len(its name), so within a cluster the
+# toys' names have lengths no other test's have, and each xdist worker's cluster has its own hundred ports
+PORT_BASE = 8000 + 100 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+SERVE = f"exec httpd -f -p $(({PORT_BASE} + ${{#POD_NAME}})) -h /www"  # a pod's server, on its port
 
 
 def fake_ncu_configmap(ns: str) -> dict[str, Any]:
@@ -23,11 +28,11 @@ def fake_ncu_configmap(ns: str) -> dict[str, Any]:
 
 def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | None = None,
         env: dict[str, str] | None = None, init_fails: bool = False) -> dict[str, Any]:
-    """A server on port 8000 + len(pod name) (pods of the emulated cluster share 127.0.0.1)."""
+    """A server on port PORT_BASE + len(pod name)."""
     server: dict[str, Any] = {
         "name": "server", "image": "vllm/vllm-openai:v0.11.0",
         "command": command if command is not None else
-        ["sh", "-c", "echo 'INFO torch 2.9.0+cu128'; exec httpd -f -p $((8000 + ${#POD_NAME})) -h /www"],
+        ["sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; {SERVE}"],
         "args": args or ["--tensor-parallel-size", "2"],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
                 *({"name": k, "value": v} for k, v in (env or {}).items())],
@@ -52,12 +57,12 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
 
 
 # a server that wants vLLM's API key (tests/k8s/auth-server.sh answers 401 without it)
-AUTH_SERVER = ["sh", "-c", "echo 'INFO torch 2.9.0+cu128'; exec nc -ll -p $((8000 + ${#POD_NAME})) "
+AUTH_SERVER = ["sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; exec nc -ll -p $(({PORT_BASE} + ${{#POD_NAME}})) "
                "-e /fakencu-bin/auth-server.sh"]
 
 
 def port(pod: str) -> int:
-    return 8000 + len(pod)
+    return PORT_BASE + len(pod)
 
 
 def planned_pods(out: str) -> list[dict[str, Any]]:
