@@ -278,6 +278,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     config = item.config
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for data in _APART.pop(item.nodeid):
+        if isinstance(data.get("longrepr"), list):  # a skip's (path, line, reason), a list after JSON; -v wants a tuple
+            data["longrepr"] = tuple(data["longrepr"])
         item.ihook.pytest_runtest_logreport(report=config.hook.pytest_report_from_serializable(config=config,
                                                                                                data=data))
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
