@@ -136,7 +136,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _assign_work_unit(self, node: Any) -> None:
             queue = self.workqueue  # scopes by number of tests, most first
-            if any(scope.startswith("on-cluster") for scope in self.assigned_work.get(node, {})):
+            held = self.assigned_work.get(node, {})  # scope -> {nodeid: done}, finished scopes too
+            if any(scope.startswith("on-cluster") and not all(done.values()) for scope, done in held.items()):
                 pick = next((s for s in reversed(queue) if not s.startswith("on-cluster")), None)
             else:
                 pick = next((s for s in queue if s.startswith("on-cluster")), None)
