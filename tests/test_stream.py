@@ -64,6 +64,13 @@ def export(fx: Path, dst: Path, rows: int = 30, edit: dict[int, tuple[str, str]]
     return dst
 
 
+@pytest.fixture(scope="module")
+def big(fx: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A raw export of 12,000 launches (~145 MB, 18 parts: seconds of work on 2 cores; 3 s to write), written
+    once for the runs that are stopped or lose a worker mid-way: none of them changes it."""
+    return export(fx, tmp_path_factory.mktemp("big") / "big.csv", rows=12_000)
+
+
 def documents(path: Path, jobs: int) -> tuple[bytes, bytes]:
     """The JSON and CSV documents of `path` (the JSON's run time taken out)."""
     out = []
@@ -170,12 +177,11 @@ def _cmdline(pid: int) -> bytes:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_stopped_run_leaves_no_worker(fx: Path, tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_stopped_run_leaves_no_worker(big: Path, sig: signal.Signals) -> None:
     """`timeout` (SIGTERM) shuts the pool down and exits 143 with nothing written; SIGKILL leaves
     workers without a parent, and they exit on their own."""
-    path = export(fx, tmp_path / "big.csv", rows=12_000)  # ~145 MB, 18 parts: seconds of work on 2 cores
     mark = f"KS_TEST_{uuid.uuid4().hex}"
-    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(big), "--format", "json",
                              "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, mark: "1"})
     deadline = time.monotonic() + 30
@@ -332,13 +338,12 @@ def test_csv_reads_back_every_name_as_written(fx: Path, name: str) -> None:
 
 @pytest.mark.parametrize(("sig", "after"), [(signal.SIGKILL, 0.0), (signal.SIGKILL, 0.7), (signal.SIGTERM, 0.0),
                                             (signal.SIGSEGV, 0.7)])
-def test_a_worker_killed_is_one_error(fx: Path, tmp_path: Path, sig: signal.Signals, after: float) -> None:
+def test_a_worker_killed_is_one_error(big: Path, sig: signal.Signals, after: float) -> None:
     """The OOM killer takes a worker, while it starts or mid-part, or it crashes: within seconds, one
     line naming the file and --jobs 1, nothing written, no process left (on Python 3.11.2 the old
     concurrent.futures pool waited for ever on a worker killed at start-up)."""
-    path = export(fx, tmp_path / "big.csv", rows=12_000)
     mark = f"KS_TEST_{uuid.uuid4().hex}"
-    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(big), "--format", "json",
                              "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, mark: "1"})
     deadline = time.monotonic() + 30
@@ -353,7 +358,7 @@ def test_a_worker_killed_is_one_error(fx: Path, tmp_path: Path, sig: signal.Sign
     out, err = proc.communicate(timeout=60)
     assert time.monotonic() - t0 < 15
     assert proc.returncode == 2 and out == b"", err.decode()[-2000:]
-    assert err.decode().strip().splitlines()[-1] == (f"kernelscope: error: {path}: a worker process reading it died "
+    assert err.decode().strip().splitlines()[-1] == (f"kernelscope: error: {big}: a worker process reading it died "
                                                       "(out of memory, or killed); --jobs 1 reads it in this process")
     deadline = time.monotonic() + 5
     while _marked(mark) and time.monotonic() < deadline:
