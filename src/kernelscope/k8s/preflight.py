@@ -45,9 +45,9 @@ def _answer(out: str | None) -> str:
 
 def rbac(kube: Kube, direct: bool = False) -> list[Finding]:
     needed = RBAC + (RBAC_DIRECT if direct else ())
-    answers = [_answer(out) for out in kube.reads(*(("auth", "can-i", verb, resource) for verb, resource, _ in needed),
-                                                  *(("auth", "can-i", verb, resource, *scope)
-                                                    for verb, resource, scope, _ in RBAC_CHECKS))]
+    asked = [("auth", "can-i", verb, resource) for verb, resource, _ in needed] + \
+        [("auth", "can-i", verb, resource, *scope) for verb, resource, scope, _ in RBAC_CHECKS]
+    answers = [_answer(out) for out in kube.reads(*asked)]
     denied, unknown = [], []
     for (verb, resource, why), answer in zip(needed, answers[:len(needed)], strict=True):
         if answer == "no":
