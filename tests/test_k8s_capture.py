@@ -75,26 +75,28 @@ def said_until(proc: subprocess.Popen[str], text: str, seconds: float) -> None:
         assert said[-1] != "" and time.monotonic() < deadline, f"never said {text!r}: {''.join(said)}"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
-def test_signals_clean_up(cluster: None, tmp_path: Path, sig: signal.Signals) -> None:
+def slow_capture_installed(out: Path) -> subprocess.Popen[str]:
+    """A capture in its own process (so it can be signalled) of a toy whose ncu takes 120 s, two
+    seconds after it said its sister is installed."""
     name = deploy(toy("slow", NS, env={"FAKE_NCU_DELAY": "120"}))
     proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
-                                                                              "--out", str(tmp_path / "s"))],
+                                                                              "--out", str(out))],
                             stderr=subprocess.PIPE, text=True)
     said_until(proc, "installed", 30)
     time.sleep(2)
+    return proc
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signals_clean_up(cluster: None, tmp_path: Path, sig: signal.Signals) -> None:
+    proc = slow_capture_installed(tmp_path / "s")
     proc.send_signal(sig)
     assert proc.wait(timeout=60) == 128 + sig
     assert wait_gone() == "" and not (tmp_path / "s").exists()
 
 
 def test_second_ctrl_c_during_cleanup_is_ignored(cluster: None, tmp_path: Path) -> None:
-    name = deploy(toy("slow", NS, env={"FAKE_NCU_DELAY": "120"}))
-    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", *capture(name, "--kernel", "regex:nvjet",
-                                                                              "--out", str(tmp_path / "c"))],
-                            stderr=subprocess.PIPE, text=True)
-    said_until(proc, "installed", 30)
-    time.sleep(2)
+    proc = slow_capture_installed(tmp_path / "c")
     proc.send_signal(signal.SIGINT)
     said_until(proc, "cleaning up: uninstalling", 60)
     proc.send_signal(signal.SIGINT)  # while uninstalling

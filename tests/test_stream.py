@@ -176,14 +176,20 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+def analyzing(path: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """`analyze --jobs 2` of `path` in its own process, and the environment mark its workers inherit
+    (_marked finds them by it)."""
+    mark = f"KS_TEST_{uuid.uuid4().hex}"
+    return mark, subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(path), "--format", "json",
+                                   "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env={**os.environ, mark: "1"})
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_stopped_run_leaves_no_worker(big: Path, sig: signal.Signals) -> None:
     """`timeout` (SIGTERM) shuts the pool down and exits 143 with nothing written; SIGKILL leaves
     workers without a parent, and they exit on their own."""
-    mark = f"KS_TEST_{uuid.uuid4().hex}"
-    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(big), "--format", "json",
-                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, mark: "1"})
+    mark, proc = analyzing(big)
     deadline = time.monotonic() + 30
     while len(_marked(mark)) < 3 and time.monotonic() < deadline:  # this run and two workers
         time.sleep(0.05)
@@ -342,10 +348,7 @@ def test_a_worker_killed_is_one_error(big: Path, sig: signal.Signals, after: flo
     """The OOM killer takes a worker, while it starts or mid-part, or it crashes: within seconds, one
     line naming the file and --jobs 1, nothing written, no process left (on Python 3.11.2 the old
     concurrent.futures pool waited for ever on a worker killed at start-up)."""
-    mark = f"KS_TEST_{uuid.uuid4().hex}"
-    proc = subprocess.Popen([sys.executable, "-m", "kernelscope.cli", "analyze", str(big), "--format", "json",
-                             "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, mark: "1"})
+    mark, proc = analyzing(big)
     deadline = time.monotonic() + 30
     workers: list[int] = []
     while not workers and time.monotonic() < deadline:
