@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,12 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """An xdist worker starts with COLUMNS=80 and LINES=24 set: the CLI's output fits $COLUMNS,
-    so a worker takes the controller's (unset: piped output is not wrapped), as one process would."""
+    so a worker takes the controller's (unset: piped output is not wrapped), as one process would.
+    A background job of a non-interactive shell (`bash .ci/run &`) starts with SIGINT ignored, and
+    every process it starts inherits that: the tests that press Ctrl-C on a kernelscope process
+    play a user at a terminal, so its processes get Python's own handler back."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     given = getattr(config, "workerinput", {}).get("terminal_env")
     for key, value in (given or {}).items():
         if value is None:
