@@ -403,6 +403,30 @@ def test_a_signal_during_export_leaves_no_staging(tmp_path: Path) -> None:
         assert list(out.iterdir()) == []
 
 
+def test_ctrl_c_in_a_held_block_is_raised_at_its_end() -> None:
+    """Ctrl-C inside signals_held (a temp made and not yet recorded for cleanup; the pool starting a
+    worker not yet sent its start-up data, which printed an EOFError traceback) waits for the
+    block's end, as SIGTERM does; outside one it is KeyboardInterrupt at once."""
+    script = ("import os, signal\n"
+              "from kernelscope.errors import signals_held, signals_interrupt\n"
+              "seen = []\n"
+              "with signals_interrupt():\n"
+              "    try:\n"
+              "        with signals_held():\n"
+              "            os.kill(os.getpid(), signal.SIGINT)\n"
+              "            seen.append('held')\n"
+              "    except KeyboardInterrupt:\n"
+              "        seen.append('raised at the end')\n"
+              "    try:\n"
+              "        os.kill(os.getpid(), signal.SIGINT)\n"
+              "        seen.append('not raised')\n"
+              "    except KeyboardInterrupt:\n"
+              "        seen.append('raised at once')\n"
+              "print(seen, signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split("\n")[0] == "['held', 'raised at the end', 'raised at once'] True", out.stderr
+
+
 def test_a_signal_during_analyze_out_dir_leaves_no_temp_file(tmp_path: Path, big_csv: Path) -> None:
     """The streamed documents are written under temp names as the launches come: a SIGTERM
     removes them, and the directory made for them."""

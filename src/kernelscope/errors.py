@@ -54,7 +54,7 @@ class Interrupted(BaseException):
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # `timeout`, a cancelled CI job, a closed terminal
 _HOLDING = [0]  # signals_held blocks open now
-_PENDING: list[int] = []  # a stop signal that came while one was open
+_PENDING: list[int] = []  # a stop signal (or Ctrl-C) that came while one was open
 
 
 @contextmanager
@@ -62,22 +62,26 @@ def signals_interrupt() -> Iterator[None]:
     """While the block runs, SIGTERM and SIGHUP raise Interrupted wherever the main thread is, as
     Ctrl-C raises KeyboardInterrupt, so every `finally` runs (staged files, staging folders, the
     worker pool) before the exit with 128 + N. From the first one on they are ignored, so a second
-    cannot cut that cleanup short. The CLI holds this for its whole run (cli.main); only the main
-    thread can set handlers, so elsewhere it does nothing."""
+    cannot cut that cleanup short. Ctrl-C keeps Python's meaning (a SIGINT ignored or handled by
+    the caller is left so); like the others it waits for the end of a signals_held block. The CLI
+    holds this for its whole run (cli.main); only the main thread can set handlers, so elsewhere it
+    does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    mine = [*STOP_SIGNALS, *([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else [])]
+    old = {s: signal.getsignal(s) for s in mine}
 
     def interrupt(signum: int, _frame: FrameType | None) -> None:
-        for s in STOP_SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
+        if signum != signal.SIGINT:
+            for s in STOP_SIGNALS:
+                signal.signal(s, signal.SIG_IGN)
         if _HOLDING[0]:
             _PENDING.append(signum)
             return
-        raise Interrupted(signum)
+        raise _stop(signum)
 
-    for s in STOP_SIGNALS:
+    for s in mine:
         signal.signal(s, interrupt)
     try:
         yield
@@ -86,9 +90,13 @@ def signals_interrupt() -> Iterator[None]:
             signal.signal(s, h)
 
 
+def _stop(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """A stop signal that comes inside the block is raised at its end: for making a temp file or
+    """A stop signal or Ctrl-C that comes inside the block is raised at its end: for making a temp file or
     folder and recording it for cleanup (one landing between the two would leave a temp no cleanup
     knows of), or renames that go together. Open it inside the `try` whose `finally` cleans up.
     (A signal mask would not do: the kernel hands the signal to another thread, a progress ticker's.)"""
@@ -98,4 +106,4 @@ def signals_held() -> Iterator[None]:
     finally:
         _HOLDING[0] -= 1
         if not _HOLDING[0] and _PENDING:
-            raise Interrupted(_PENDING.pop())
+            raise _stop(_PENDING.pop())

@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from ..errors import KernelscopeError
+from ..errors import KernelscopeError, signals_held
 
 STOP_GRACE_S = 5.0  # a worker asked to stop that has not exited by then is killed
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -62,19 +62,23 @@ class Pool:
         ctx = multiprocessing.get_context("spawn")
         self._workers: list[_Worker] = []
         resource_tracker.ensure_running()  # it unblocks SIGINT once it has started: start it first
-        held = _block_sigint()
         try:
-            for _ in range(jobs):
-                mine, theirs = ctx.Pipe(duplex=True)
-                proc = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
-                proc.start()
-                theirs.close()
-                self._workers.append(_Worker(proc, mine))
+            # A Ctrl-C here is raised once every worker started is held here to be killed: one
+            # started but not yet sent its start-up data would print an EOFError traceback
+            with signals_held():
+                held = _block_sigint()
+                try:
+                    for _ in range(jobs):
+                        mine, theirs = ctx.Pipe(duplex=True)
+                        proc = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
+                        proc.start()
+                        theirs.close()
+                        self._workers.append(_Worker(proc, mine))
+                finally:
+                    _restore(held)
         except BaseException:
             self.close(graceful=False)
             raise
-        finally:
-            _restore(held)
 
     def ordered(self, calls: Iterable[Call], window: int) -> Generator[Any, None, None]:
         """Each call's result, in the order of `calls`, with at most `window` calls sent or done but
