@@ -158,19 +158,41 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    given = getattr(config, "workerinput", None)
+    _sigint_as_at_a_terminal()
+    if given is None:
+        _bytecode_once()
+    else:
+        _controllers_terminal(given["terminal_env"])
+
+
+def _controllers_terminal(given: dict[str, str | None]) -> None:
     """An xdist worker starts with COLUMNS=80 and LINES=24 set: the CLI's output fits $COLUMNS,
-    so a worker takes the controller's (unset: piped output is not wrapped), as one process would.
-    A background job of a non-interactive shell (`bash .ci/run &`) starts with SIGINT ignored, and
-    every process it starts inherits that: the tests that press Ctrl-C on a kernelscope process
-    play a user at a terminal, so its processes get Python's own handler back."""
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    given = getattr(config, "workerinput", {}).get("terminal_env")
-    for key, value in (given or {}).items():
+    so a worker takes the controller's (unset: piped output is not wrapped), as one process would."""
+    for key, value in given.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+def _sigint_as_at_a_terminal() -> None:
+    """A background job of a non-interactive shell (`bash .ci/run &`) starts with SIGINT ignored, and
+    every process it starts inherits that: the tests that press Ctrl-C on a kernelscope process
+    play a user at a terminal, so its processes get Python's own handler back."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _bytecode_once() -> None:
+    """kernelscope's bytecode, written once before the workers start. Under PYTHONDONTWRITEBYTECODE
+    (set on many CI images) an editable install has none, and each of the hundreds of kernelscope
+    processes the tests start would compile the package again (~0.4 s each on 2 busy cores)."""
+    import compileall
+
+    import kernelscope
+
+    compileall.compile_dir(Path(kernelscope.__file__).parent, quiet=2)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
