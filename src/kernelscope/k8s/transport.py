@@ -296,10 +296,7 @@ class PodTransport:
         if port is None:  # the server has not said where it listens yet
             return sent
         if sent < w.requests or (w.serving_window and self.window_opened_s is not None):
-            if self._post(t0, size, port):
-                return sent + 1
-            time.sleep(1.0)  # the server may still be loading its model behind a Ready pod
-            return sent
+            return sent + 1 if self._post(t0, size, port) else sent  # not yet: again at the next poll
         if w.serving_window and self.window_opened_s is None:
             if self._post(t0, size, port, "/start_profile", "{}"):
                 self.window_opened_s = round(time.monotonic() - t0, 2)
