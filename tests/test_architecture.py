@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from kernelscope import catalogue, columns
+from kernelscope.analysis import derive
 from kernelscope.cli import main
 from kernelscope.ncu import metric_sets
 
@@ -144,6 +145,11 @@ def test_each_figure_is_declared_once_and_every_view_reads_the_declaration() -> 
         column, _, key = fig.partition(".")
         assert fig in catalogue.STEPS or (column in columns.BY_NAME and (
             not key or key in dict(columns.BY_NAME[column].keys))), fig
+    # and the other way: every figure a record measures comes from the catalogue or from figures (derive.py)
+    maps = {name.partition(".")[0] for name in catalogue.FIGURE_NAMES}
+    for fig in (*derive.MEASURED, "flops.total", "dominant_precision"):  # the record's flops_total is flops.total
+        assert fig in catalogue.FIGURE_NAMES or fig in maps or fig in derive.FROM_FIGURES, fig
+    assert set(derive.FROM_FIGURES) <= set(columns.FLAT)
     shown = [name for name, _ in kernels.TABLE_FIGURES] + ["duration_ns", "pct_sol", *diff.COMPARED]
     assert all(columns.BY_NAME[n].shown is not None for n in shown)
     assert {c.name for c in columns.COLUMNS if c.shown} == set(shown)  # no label nothing shows

@@ -176,8 +176,10 @@ def columns_markdown() -> str:
 
 
 def sources_markdown() -> str:
-    """Each catalogue figure with its unit (the column spec's) and its sources, in the order tried."""
+    """Each catalogue figure with its unit (the column spec's) and its sources, in the order tried;
+    then the figures made from other figures (derive.FROM_FIGURES)."""
     from kernelscope import catalogue as K
+    from kernelscope.analysis.derive import FROM_FIGURES
     from kernelscope.columns import BY_NAME
 
     out = ["| figure | unit | from, in the order tried |", "|---|---|---|"]
@@ -188,6 +190,8 @@ def sources_markdown() -> str:
         tried = "; else ".join(f"`{s.label}`" + (f" ({s.arch})" if s.arch and len(arch) > 1 else "")
                                for s in f.sources)
         out.append(f"| `{f.name}`{' (feeds flops)' if f.name in K.STEPS else ''} | {_cell(unit)} | {_cell(tried)} |")
+    out += [f"| `{name}` | {_cell(BY_NAME[column].unit_of(key))} | {_cell(how)} (of figures) |"
+            for name, how in FROM_FIGURES.items() for column, _, key in [name.partition(".")]]
     return "\n".join(out) + "\n"
 
 

@@ -1,8 +1,9 @@
 """The one column spec for a kernel: the JSON kernel object, CSV and Parquet columns, campaign
 cells, the table and diff views, `diff --fail-on` gates and `kernel_internals` all take a figure's
 name, kind, unit, doc, label and value from its one declaration here. Where a figure comes from
-(its sources as formulas over counters) is declared beside its name in catalogue.FIGURES, and a
-test holds the two together.
+(its sources as formulas over counters) is declared beside its name in catalogue.FIGURES, or, for a
+figure made from other figures (a ratio, a total), in analysis/derive.FROM_FIGURES; a test holds
+them together.
 
 A published schema that fixes other names (inference_perfbench_v1's `kernel_internals`) is mapped
 in one table at the bottom. The JSON schema in `schema/` is generated from this file

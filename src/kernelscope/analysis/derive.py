@@ -131,6 +131,19 @@ def tensor_unseen(m: Mapping[str, float], tensor_pipe_pct: float | None, missing
     return f"tensor FLOP not collected ({counters}) and nothing in the report says whether the tensor cores ran"
 
 
+# The figures derive() makes from other figures, not from counters (catalogue.FIGURES holds those), as
+# it computes them and by the names outputs give them (the record's flops_total is `flops.total`):
+# docs/reference.md's table of sources lists them, and a test holds every figure a record measures
+# to one of the two
+FROM_FIGURES: dict[str, str] = {
+    "flops.total": "sum of `flops.*`; null while a class was not collected and the others counted none, or while "
+                   "the tensor cores may have run uncounted",
+    "dominant_precision": "the `flops.*` class with the most FLOP",
+    "arithmetic_intensity": "flops.total / dram_bytes",
+    "achieved_tflops": "flops.total / (duration_ns x 1e3)",
+    "achieved_dram_tbps": "dram_bytes / (duration_ns x 1e3)",
+    "occupancy_limiter": "the lowest of `launch__occupancy_limit_*` (registers, shared_mem, warps, blocks)",
+}
 # Ratio figures and their denominators: a zero denominator makes the figure undefined, not unmeasured.
 ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops", "duration_ns"),
                      ("achieved_dram_tbps", "duration_ns"))
