@@ -279,10 +279,6 @@ def secret_values(args: Sequence[str]) -> tuple[str, ...]:
     return r.secrets
 
 
-def env_entries(entries: Iterable[Mapping[str, Any]]) -> list[Any]:
-    return _Redaction().env(entries)
-
-
 def mapping(values: Mapping[str, Any]) -> dict[str, Any]:
     return _Redaction().mapping(values)
 

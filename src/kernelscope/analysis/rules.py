@@ -1,7 +1,9 @@
 """Judgement rules as data: the lines a roof is judged against, which limiter kind makes which
-bound, what each stall means, and the limiter story. Read this file (and analysis/levers/) to know every
-judgement kernelscope makes; analysis/verdict/ (bound.py, roofs.py, placement.py,
-assess in its __init__) only applies it.
+bound, what each stall means, and the limiter story. Every number a verdict turns on is here, and
+every lever in analysis/levers/; analysis/verdict/ applies them, and bound.py holds the one piece
+of judgement that is order, not a number: which roofs may be named (a pipe at its roof before the
+issue slots, L2 only when it serves reuse) and the order a latency verdict is told apart in
+(launch, launch and ramp, a grid under one wave, tile coverage, stalls).
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ AGREE = 0.03  # two sources of one roof within 3 % agree (H200: HBM 0.3 %, bf16 
 UNIT = {"int8": "TOP/s"}
 # the report's own SIMT peaks: FLOP per thread-instruction (an HFMA2 is two fp16 FMAs: 4 FLOP)
 OWN_PEAKS = {"fp32": ("ffma", 2), "fp64": ("dfma", 2), "fp16_simt": ("hfma", 4)}
-# roofs GeForce parts run at half rate (they accumulate in fp32), and those that do when the kernel
-# accumulates in fp32 (architectures.yaml: geforce_fp32_accumulate)
+# roofs GeForce parts run at half rate (they accumulate in fp32; architectures.yaml:
+# geforce_fp32_accumulate); fp16 and fp8 run so only when the kernel accumulates in fp32, which a
+# report does not say: derive() notes it, and keeps the full roof
 GEFORCE_HALF = ("tf32", "bf16")
-GEFORCE_HALF_IF_FP32_ACC = ("fp16", "fp8")
 
 
 @functools.cache
