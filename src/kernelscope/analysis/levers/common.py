@@ -34,7 +34,10 @@ TORCH_FAMILIES = ("PyTorch ATen", "Triton (torch.compile)")
 
 class LeverRule(NamedTuple):
     """One lever. `family` is who can pull it (checked against PULLABLE for the kernel's owner), not the
-    module it is written in: the modules group levers by the kind of kernel or limit they answer."""
+    module it is written in: the modules group levers by the kind of kernel or limit they answer.
+    `when` firing is not all: levers() also drops a rule the owner cannot pull, any but the
+    communication levers on a collective, and one whose `unlock` (capped at the launch-and-ramp floor
+    for the same-bytes families) is under WORTH_X."""
 
     name: str
     family: str
