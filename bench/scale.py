@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -147,19 +148,35 @@ def fitted(what: str, points: list[tuple[int, float]]) -> None:
         print(f"{what}: time ~ N^{slope(points):.2f}", flush=True)
 
 
-def writers(n: int, path: Path, runs: int = 7) -> None:
-    """The writers alone, µs a kernel, as the stream runs them: each launch encoded as soon as it is
-    judged (its objects fresh), timed around the encoding alone. JSON: the kernel object built,
-    encoded and tallied for the frontier; CSV line: flattened and formatted on top (in a worker
-    when there are parts); then what the CSV sink spends on it in the writing process. Best of
-    `runs` passes; a one-launch chunk's own cost (~1 µs) is included."""
+def stages(n: int, path: Path, runs: int = 7) -> None:
+    """Where a raw CSV launch's time goes, µs a kernel, in this process (no start-up): reading it
+    into its raw counters, deriving its record, judging it; then the writers as the stream runs
+    them: each launch encoded as soon as it is judged (its objects fresh), timed around the
+    encoding alone. JSON: the kernel object built, encoded and tallied for the frontier; CSV line:
+    flattened and formatted on top (in a worker when there are parts); then what the CSV sink
+    spends on it in the writing process. Best of `runs` passes; a one-launch chunk's own cost
+    (~1 µs) is included."""
+    from kernelscope.analysis.derive import derive
     from kernelscope.analysis.pipeline import judge_for
     from kernelscope.ingest import iter_file
     from kernelscope.report.writers import CsvSink, encode
 
-    raws = list(islice(iter_file(path), n))
-    judge, _ = judge_for([path])
     clock = time.perf_counter
+    judge, _ = judge_for([path])
+
+    def fastest(step: Callable[[], object]) -> float:
+        times = []
+        for _ in range(runs):
+            t0 = clock()
+            step()
+            times.append(clock() - t0)
+        return min(times)
+
+    raws = list(islice(iter_file(path), n))
+    records = [derive(r) for r in raws]
+    read = fastest(lambda: list(islice(iter_file(path), n)))
+    derived = fastest(lambda: [derive(r) for r in raws])
+    judged = fastest(lambda: [judge.one(r) for r in records])
     passes = []
     for _ in range(runs):
         as_json = with_csv = 0.0
@@ -173,14 +190,11 @@ def writers(n: int, path: Path, runs: int = 7) -> None:
         passes.append((as_json, with_csv))
     as_json, with_csv = min(passes)
     chunk = encode(judge(raws), rows=True)
-    sinks = []
-    for _ in range(runs):
-        t0 = clock()
-        CsvSink(io.BytesIO()).add(chunk)
-        sinks.append(clock() - t0)
-    us = [1e6 * t / len(raws) for t in (as_json, with_csv - as_json, min(sinks))]
-    print(f"writers over {len(raws):,} kernels, µs/kernel (best of {runs}): JSON {us[0]:.1f}; CSV line {us[1]:.1f} "
-          f"more; CSV sink in the writing process {us[2]:.1f}", flush=True)
+    sink = fastest(lambda: CsvSink(io.BytesIO()).add(chunk))
+    us = [1e6 * t / len(raws) for t in (read, derived, judged, as_json, with_csv - as_json, sink)]
+    print(f"stages over {len(raws):,} raw CSV launches, µs/kernel (best of {runs}): read {us[0]:.0f}; derive "
+          f"{us[1]:.0f}; judge {us[2]:.0f}; JSON {us[3]:.1f}; CSV line {us[4]:.1f} more; CSV sink in the writing "
+          f"process {us[5]:.1f}", flush=True)
 
 
 def main() -> None:
@@ -223,7 +237,7 @@ def main() -> None:
             fitted(f"analyze, {label}", points)
         if sizes:
             raw_csv(min(sizes[0], 2000), d / "w.csv")
-            writers(2000, d / "w.csv")
+            stages(2000, d / "w.csv")
         rep = d / "report.ncu-rep"
         data = args.report.read_bytes()
         rep.write_bytes(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
