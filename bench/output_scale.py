@@ -10,7 +10,6 @@ names, with times spread over three decades so ranks, labels and caps are exerci
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from kernelscope.model import Assessment
 from kernelscope.report import roofline_data, roofline_plot, terminal
 from kernelscope.report.html import Page, render_html
 from kernelscope.report.kernels import ranked
+from scale import raw_csv, slope  # bench/, beside this script
 
 FIXTURES = Path(__file__).parents[1] / "tests" / "fixtures"
 SOURCES = ("gemm_bf16.ncu-rep", "decode_gemm.ncu-rep", "fp8_gemm.ncu-rep", "divergent.ncu-rep",
@@ -51,11 +51,8 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - t0, value
 
 
-def slope(points: list[tuple[int, float]]) -> str:
-    if len(points) < 2:
-        return "—"
-    (n0, t0), (n1, t1) = points[0], points[-1]
-    return f"{math.log(t1 / t0) / math.log(n1 / n0):.2f}"
+def fit(points: list[tuple[int, float]]) -> str:
+    return f"{slope(points):.2f}" if len(points) > 1 else "—"
 
 
 def main() -> None:
@@ -84,7 +81,7 @@ def main() -> None:
                                             Page("bench", "bench", {}, {})))
         page.append((n, t))
         print(f"HTML report     N={n:>7,}: {t:6.2f} s, {len(str(html)) / 1e6:.2f} MB")
-    print(f"log-log slope of time against N: terminal {slope(term)}, roofline {slope(plot)}, HTML {slope(page)}")
+    print(f"log-log slope of time against N: terminal {fit(term)}, roofline {fit(plot)}, HTML {fit(page)}")
     if args.campaign:
         items, table = kernels(args.campaign)
         rows = ranked(items)
@@ -98,13 +95,11 @@ def main() -> None:
 
 
 def whole_process(n: int) -> None:
-    """The CLI end to end on a raw CSV export of N kernels (the decode GEMM row, renamed and re-timed):
+    """The CLI end to end on a raw CSV export of N kernels (the fixture rows, each its own kernel):
     reading and judging included, as a user runs it."""
-    sys.path.insert(0, str(FIXTURES.parent))
-    from conftest import raw_csv_variant  # the tests' replicator of real CSV rows
-
     with tempfile.TemporaryDirectory() as tmp:
-        csv = raw_csv_variant(FIXTURES / "decode_gemm-raw.csv", Path(tmp) / "n.csv", name="gemv_{i}", copies=n)
+        csv = Path(tmp) / "n.csv"
+        raw_csv(n, csv, distinct=True)
         for verb in (["analyze", str(csv)], ["roofline", str(csv), "--out", f"{tmp}/r.png"],
                      ["report", str(csv), "--out", f"{tmp}/r.html"]):
             t0 = time.perf_counter()
