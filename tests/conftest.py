@@ -186,8 +186,8 @@ def _sigint_as_at_a_terminal() -> None:
 
 def _bytecode_once() -> None:
     """kernelscope's bytecode, written once before the workers start. Under PYTHONDONTWRITEBYTECODE
-    (set on many CI images) an editable install has none, and each of the hundreds of kernelscope
-    processes the tests start would compile the package again (~0.4 s each on 2 busy cores)."""
+    (set on many CI images) an editable install has none, and each kernelscope process the tests
+    start would compile the package again (0.3-0.6 s each on 2 busy cores)."""
     import compileall
 
     import kernelscope
