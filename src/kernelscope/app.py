@@ -1,5 +1,6 @@
-"""Use cases: typed requests in, results out. The CLI only parses arguments into these and prints
-what comes back; nothing below this module knows the CLI exists.
+"""Use cases: typed requests in, results out. The CLI turns options into these requests (a
+capture's ncu plan among them), calls them (a capture verb then the analysis of what it wrote) and
+prints what comes back; nothing below the CLI takes its options or knows it exists.
 
     analyze -> Analysis        report / roofline -> Path        capture / op -> CaptureResult
     k8s_inspect / k8s_capture / k8s_cleanup                     campaign_* / kernel_internals / join / diff
