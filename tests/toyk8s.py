@@ -15,7 +15,8 @@ FAKE_NCU = "/fakencu-bin/ncu"
 # Pods of the emulated cluster share 127.0.0.1: each binds PORT_BASE + len(its name), so within a cluster the
 # toys' names have lengths no other test's have, and each xdist worker's cluster has its own hundred ports
 PORT_BASE = 8000 + 100 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
-SERVE = f"exec httpd -f -p $(({PORT_BASE} + ${{#POD_NAME}})) -h /www"  # a pod's server, on its port
+PORT = f"$(({PORT_BASE} + ${{#POD_NAME}}))"  # a pod's port, as its shell works it out
+SERVE = f"exec httpd -f -p {PORT} -h /www"  # a pod's server, on its port
 
 
 def fake_ncu_configmap(ns: str) -> dict[str, Any]:
@@ -57,8 +58,7 @@ def toy(name: str, ns: str, command: list[str] | None = None, args: list[str] | 
 
 
 # a server that wants vLLM's API key (tests/k8s/auth-server.sh answers 401 without it)
-AUTH_SERVER = ["sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; exec nc -ll -p $(({PORT_BASE} + ${{#POD_NAME}})) "
-               "-e /fakencu-bin/auth-server.sh"]
+AUTH_SERVER = ["sh", "-c", f"echo 'INFO torch 2.9.0+cu128'; exec nc -ll -p {PORT} -e /fakencu-bin/auth-server.sh"]
 
 
 def port(pod: str) -> int:

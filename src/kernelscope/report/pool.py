@@ -65,17 +65,13 @@ class Pool:
         try:
             # A Ctrl-C here is raised once every worker started is held here to be killed: one
             # started but not yet sent its start-up data would print an EOFError traceback
-            with signals_held():
-                held = _block_sigint()
-                try:
-                    for _ in range(jobs):
-                        mine, theirs = ctx.Pipe(duplex=True)
-                        proc = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
-                        proc.start()
-                        theirs.close()
-                        self._workers.append(_Worker(proc, mine))
-                finally:
-                    _restore(held)
+            with signals_held(), _sigint_blocked():
+                for _ in range(jobs):
+                    mine, theirs = ctx.Pipe(duplex=True)
+                    proc = ctx.Process(target=_serve, args=(theirs, os.getpid()), daemon=True)
+                    proc.start()
+                    theirs.close()
+                    self._workers.append(_Worker(proc, mine))
         except BaseException:
             self.close(graceful=False)
             raise
@@ -161,16 +157,17 @@ class Pool:
         self._workers = []
 
 
-def _block_sigint() -> set[int | signal.Signals] | None:
-    """SIGINT blocked here while workers start: a spawned worker starts with it blocked (exec keeps
-    the mask) until it ignores it."""
+@contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread while workers start: a spawned worker starts with it blocked
+    (exec keeps the mask) until it ignores it."""
     if not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _restore(held: set[int | signal.Signals] | None) -> None:
-    if held is not None:
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
