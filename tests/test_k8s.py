@@ -110,13 +110,17 @@ def capture(name: str, *extra: str, release: str = "ks-test") -> list[str]:
 def test_inspect_realistic_vllm_tp8(cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     kubectl("apply", "-f", str(VLLM))
     kubectl("-n", NS, "rollout", "status", "deploy/llama", "--timeout=60s")
-    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    kube = Kube(NS)
+    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
     assert ins.container == "vllm" and ins.tensor_parallel == 8 and ins.server_port == 8000 and ins.gpus == 8
     levels = {f.name: f.level for f in ins.findings}
     assert levels["gpu-memory-utilization"] == "warn" and ins.strategy == "wrap"
     assert {"rbac", "gpu-capacity", "quota", "limit-range", "dcgm-exporter", "counter-permission"} <= set(levels)
     # this API server serves no ResourceQuota or LimitRange: said, never "ok"
     assert levels["quota"] == levels["limit-range"] == "unchecked" and levels["api-key"] == "info"
+    # nor SelfSubjectAccessReview: every permission unchecked, from one kubectl process
+    assert levels["rbac"] == "unchecked"
+    assert sum(s.argv[3:5] == ["create", "-f"] for s in kube.steps) == 1
     assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     out = capsys.readouterr().out
     assert "sk-live-do-not-leak" not in out and "--api-key <redacted>" in out  # inspect prints no secret
@@ -174,7 +178,8 @@ def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFi
     """The vLLM deployment carries --api-key in its args, OPENAI_API_KEY as a literal env value and
     HF_TOKEN by secretKeyRef: none of the three values may appear in any printout."""
     secrets = ("sk-live-do-not-leak", "sk-literal-do-not-leak", "hf_secretvalue_do_not_leak")
-    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)  # the deployment is there
+    kube = Kube(NS)
+    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)  # the deployment is there
     assert ins.container == "vllm"
     assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     assert main(["k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:nvjet", "--out", "/tmp/never",
@@ -191,7 +196,8 @@ def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFi
 
 
 def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path: Path) -> None:
-    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    kube = Kube(NS)
+    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
     opts = sister.SisterOptions(release="ks-llama-1", capture_id="c0ffee", pull_secret="tools-pull", ttl_s=1800)
     vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", "--launch-count", "1", *ins.serving_command(None)],
                          now=1_000_000)
@@ -234,7 +240,8 @@ def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path
 
 
 def test_chart_renders_hostile_values_as_data(cluster: None, tmp_path: Path) -> None:
-    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    kube = Kube(NS)
+    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
     hostile = 'x"\n    privileged: true\n  - name: evil\n    image: "{{ .Release.Name }}'
     opts = sister.SisterOptions(release="ks-h", capture_id="c1", ncu_home=hostile, tools_image=hostile)
     vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", hostile])

@@ -24,11 +24,11 @@ SECRET_KEY = "sk-prod-key-never-printed"
 
 @pytest.fixture
 def namespaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """kubectl as a namespace-scoped user (tests/k8s/kubectl-namespaced.sh), first on PATH."""
+    """kubectl as a namespace-scoped user (tests/k8s/kubectl-namespaced.py), first on PATH."""
     real = shutil.which("kubectl")
     assert real
     (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "kubectl").symlink_to(HERE / "kubectl-namespaced.sh")
+    (tmp_path / "bin" / "kubectl").symlink_to(HERE / "kubectl-namespaced.py")
     monkeypatch.setenv("KS_REAL_KUBECTL", real)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
 
@@ -59,6 +59,11 @@ def test_a_namespace_scoped_user_gets_three_answers_and_captures(cluster: None, 
                                                 "application's (12.8)")
     assert found["limit-range"].startswith("unchecked: could not check LimitRanges in serving: (Forbidden)")
     assert "ok" not in (found["gpu-capacity"][:2], found["dcgm-exporter"][:2])
+    # the three answers: one `kubectl create` of access reviews, each verb the capture needs allowed
+    assert found["rbac"] == "ok: every verb the capture needs is allowed"
+    assert found["rbac-checks"].endswith(": get nodes (the node driver's CUDA, free GPUs); list pods at cluster scope "
+                                         "(free GPUs (other namespaces' pods), a DCGM exporter on the node); list "
+                                         "limitranges (per-container limits)")
     code = main([*capture(name, "--kernel", "regex:nvjet", "--out", str(tmp_path / "ns"))])
     assert code == 0, capsys.readouterr().err
     assert json.loads((tmp_path / "ns" / "manifest.json").read_text())["captures"][0]["profiled"]

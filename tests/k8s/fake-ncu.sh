@@ -20,7 +20,7 @@ if [ "$FAKE_NCU_NEEDS_TRAFFIC" = 1 ] && [ $# -gt 0 ]; then  # as real ncu: a ker
   [ -n "$out" ] && base64 -d "$here/report.b64" > "$out.ncu-rep"
   wait; exit
 fi
-sleep "${FAKE_NCU_DELAY:-2}"
+sleep "${FAKE_NCU_DELAY:-0.5}"
 echo '==PROF== Profiling "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT": 0%....50%....100% - 9 passes'
 [ -n "$out" ] && base64 -d "$here/report.b64" > "$out.ncu-rep"
 [ $# -gt 0 ] && exec "$@"

@@ -5,7 +5,7 @@ can be mounted twice, profiling counters no DCGM exporter holds, and permission 
 from __future__ import annotations
 
 from .findings import GPU, Finding, Inspection, as_int, gpu_request, gpu_resource, named, unchecked
-from .kubectl import Kube, ref
+from .kubectl import Access, Kube, ref
 from .resources import ADDED_RESOURCES, fmt, quantity, sister_requests
 from .workload import RESOURCE
 
@@ -15,7 +15,7 @@ CLUSTER_ROLE = "a ClusterRole (cluster-scoped reads a namespace Role cannot gran
 # Every kubectl permission a capture needs: (verb, resource, why). `helm install` stores its release
 # in a Secret, so the Secret verbs are Helm's.
 RBAC: tuple[tuple[str, str, str], ...] = (
-    ("get", "deployments", "read the production template"),
+    ("get", "deployments.apps", "read the production template"),
     ("list", "pods", "find the production and sister pods"),
     ("get", "pods/log", "launch logs: the application's CUDA version, ncu errors"),
     ("create", "pods", "the sister pod (through helm)"),
@@ -26,48 +26,43 @@ RBAC: tuple[tuple[str, str, str], ...] = (
     ("list", "secrets", "find our releases (k8s cleanup)"),
 )
 # What only some checks read: a namespace-scoped user without them still captures, and those checks
-# say they could not run. (verb, resource, kubectl auth can-i scope words, what is left unchecked)
-RBAC_CHECKS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("get", "nodes", (), "the node driver's CUDA, free GPUs"),
-    ("list", "pods", ("--all-namespaces",), "free GPUs (other namespaces' pods), a DCGM exporter on the node"),
-    ("list", "resourcequotas", (), "quota"),
-    ("list", "limitranges", (), "per-container limits"),
-    ("get", "persistentvolumeclaims", (), "whether the model volume can be mounted twice"),
+# say they could not run. (verb, resource, in every namespace, what is left unchecked)
+RBAC_CHECKS: tuple[tuple[str, str, bool, str], ...] = (
+    ("get", "nodes", False, "the node driver's CUDA, free GPUs"),
+    ("list", "pods", True, "free GPUs (other namespaces' pods), a DCGM exporter on the node"),
+    ("list", "resourcequotas", False, "quota"),
+    ("list", "limitranges", False, "per-container limits"),
+    ("get", "persistentvolumeclaims", False, "whether the model volume can be mounted twice"),
 )
+ASKED = "SelfSubjectAccessReviews (what kubectl auth can-i asks), namespace {}"
 RBAC_DIRECT = (("patch", "pods/ephemeralcontainers", "--direct: the debug sidecar in the production pod"),)
-
-
-def _answer(out: str | None) -> str:
-    """kubectl auth can-i's answer: yes, no, or "" when the API server gave none."""
-    answer = (out or "").strip().splitlines()[-1:] or [""]
-    return answer[0] if answer[0] in ("yes", "no") else ""
 
 
 def rbac(kube: Kube, direct: bool = False) -> list[Finding]:
     needed = RBAC + (RBAC_DIRECT if direct else ())
-    asked = [("auth", "can-i", verb, resource) for verb, resource, _ in needed] + \
-        [("auth", "can-i", verb, resource, *scope) for verb, resource, scope, _ in RBAC_CHECKS]
-    answers = [_answer(out) for out in kube.reads(*asked)]
-    denied, unknown = [], []
+    answers = kube.can_i(*(Access(verb, resource) for verb, resource, _ in needed),
+                         *(Access(verb, resource, everywhere) for verb, resource, everywhere, _ in RBAC_CHECKS))
+    denied, unknown, asked = [], [], ASKED.format(kube.namespace)
     for (verb, resource, why), answer in zip(needed, answers[:len(needed)], strict=True):
         if answer == "no":
             denied.append(f"{verb} {resource} ({why})")
         elif answer != "yes":
             unknown.append(f"{verb} {resource}")
-    optional = [f"{verb} {resource}{' at cluster scope' if scope else ''} ({left})"
-                for (verb, resource, scope, left), answer in zip(RBAC_CHECKS, answers[len(needed):], strict=True)
+    optional = [f"{verb} {resource}{' at cluster scope' if everywhere else ''} ({left})"
+                for (verb, resource, everywhere, left), answer in zip(RBAC_CHECKS, answers[len(needed):], strict=True)
                 if answer == "no"]
     found = [Finding("rbac-checks", "unchecked", "could not check what these reads answer (the capture can go on "
                      "without them; each check below says so): " + "; ".join(optional),
-                     f"kubectl auth can-i, namespace {kube.namespace}")] if optional else []
+                     asked)] if optional else []
     if denied:
         return [Finding("rbac", "block", "missing permissions: " + "; ".join(denied),
-                        f"kubectl auth can-i, namespace {kube.namespace}"), *found]
+                        asked), *found]
     if unknown:
         return [unchecked("rbac", f"{len(unknown)} permission(s): " + ", ".join(unknown),
-                          "the API server did not answer SelfSubjectAccessReview", "kubectl auth can-i"), *found]
+                          "the API server did not answer SelfSubjectAccessReview",
+                          "an API server that serves authorization.k8s.io/v1"), *found]
     return [Finding("rbac", "ok", "every verb the capture needs is allowed",
-                    "kubectl auth can-i (docs/guide.md lists them)"), *found]
+                    asked + " (docs/guide.md lists them)"), *found]
 
 
 def capacity(kube: Kube, ins: Inspection, pinned: str | None) -> list[Finding]:
