@@ -289,6 +289,17 @@ def hostile_yaml(d: Path) -> dict[str, Path]:
     return out
 
 
+def test_yaml_composed_by_libyaml_is_built_only_within_the_alias_bound(tmp_path: Path) -> None:
+    """A user's YAML is composed by libyaml, and built only when its aliases expand within the bound:
+    the same data as the pure-Python reader gives (the ceilings table, anchors and all), the same
+    refusal of a billion laughs."""
+    text = (Path(kernelscope.__file__).parent / "ceilings" / "sol-ceilings.yaml").read_text()
+    assert "*" in text and files.parse_yaml(text, "t", "table") == yaml.load(text, Loader=files._plain_yaml_loader())
+    laughs = hostile_yaml(tmp_path)["billion-laughs.yaml"]
+    with pytest.raises(InputError, match=r"at line 6 \(YAML aliases expand past 100,000 nodes\)"):
+        files.parse_yaml(laughs.read_text(), laughs, "config")
+
+
 def test_hostile_yaml_as_ceilings_and_campaign_config(tmp_path: Path) -> None:
     cli(["campaign", "import-ncu", "--root", str(tmp_path), "--campaign", "x", "--cell-id", "c1", "--bundle",
          str(FX / "gemm_bf16.ncu-rep")])
