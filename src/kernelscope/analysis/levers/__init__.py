@@ -25,7 +25,7 @@ from ..rules import Facts, ramp_floor_ns
 from . import attention, capture, collectives, elementwise, gemm, launch, source
 from .attention import FP8_KV
 from .collectives import COMMUNICATION_LEVERS
-from .common import NSYS, PULLABLE, ROOFLINE, SIZED_FROM_PCT, STALLS, TORCH_FAMILIES, LeverRule, _mb, _none, _us
+from .common import NSYS, PULLABLE, ROOFLINE, SIZED_FROM_PCT, STALLS, TORCH_FAMILIES, LeverRule, mb, took, unsized
 from .elementwise import COPY, FP32_DATA, HALF_DATA, RNG, STREAM_WORTH_X
 from .gemm import FUSED_MOE, MEASURED_SAME_SHAPE, SDPA_BACKENDS
 from .launch import COMBINE, GRAPH_WORTH_NS, SPLIT_COMBINE, SPLIT_K
@@ -89,8 +89,8 @@ FALLBACK = LeverRule(
     when=lambda f: True,
     action=lambda f: ("fuse it with neighbouring kernels or batch more work a launch: "
                       "the levers left outside this kernel"),
-    expected=lambda f: f"saves launches and DRAM round trips around its {_us(f)}",
-    unlock=_none,
+    expected=lambda f: f"saves launches and DRAM round trips around its {took(f)}",
+    unlock=unsized,
     confirm=f"total time of the step falls: {NSYS}",
     gain=1,
     cost=2,
@@ -127,7 +127,7 @@ def _capped(f: Facts, raw: float | None, x: float | None) -> str:
     if raw is None or x is None or x >= raw - 1e-9:
         return ""
     floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key) or 0.0
-    return (f"; at most {x:.2f}x: a launch moving its {_mb(f.rec.dram_bytes)} takes at least {floor / 1e3:.1f} µs on "
+    return (f"; at most {x:.2f}x: a launch moving its {mb(f.rec.dram_bytes)} takes at least {floor / 1e3:.1f} µs on "
             "this GPU (the measured launch-and-ramp floor)")
 
 

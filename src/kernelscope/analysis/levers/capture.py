@@ -7,7 +7,7 @@ verdict they unlock names the real lever.
 from __future__ import annotations
 
 from ..rules import Facts
-from .common import ROOFLINE, STALLS, LeverRule, _none
+from .common import ROOFLINE, STALLS, LeverRule, unsized
 
 
 def _recapture_action(f: Facts) -> str:
@@ -31,7 +31,7 @@ RECAPTURE_ROOFLINE = LeverRule(
     when=lambda f: f.bound == "unmeasured" or f.provisional,
     action=_recapture_action,
     expected=lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL",
-    unlock=_none,
+    unlock=unsized,
     confirm="the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum",
     gain=3,
     cost=1,
@@ -45,7 +45,7 @@ PROFILE_THE_GRAPH = LeverRule(
                       "it belongs to (kernelscope capture --graph-profiling graph)"),
     expected=lambda f: ("the graph's time against the sum of its kernels' says what launches and gaps cost "
                         "inside the step"),
-    unlock=_none,
+    unlock=unsized,
     confirm="one result for the graph, its gpu__time_duration the step's",
     gain=1,
     cost=1,
@@ -58,7 +58,7 @@ RECAPTURE_STALLS = LeverRule(
     when=lambda f: f.bound == "latency" and f.limiter.kind != "launch" and f.rec.warp_stalls is None,
     action=lambda f: f"recapture with the stalls add-on to name what warps wait on: {STALLS}",
     expected=lambda f: "names the dominant stall and its lever",
-    unlock=_none,
+    unlock=unsized,
     confirm="warp_stalls is filled in",
     gain=1,
     cost=1,

@@ -6,7 +6,7 @@ graph it runs in (COMMUNICATION_LEVERS; levers() keeps every other lever away fr
 
 from __future__ import annotations
 
-from .common import NSYS, LeverRule, _none, _us
+from .common import NSYS, LeverRule, took, unsized
 
 SHRINK_COMMUNICATION = LeverRule(
     name="shrink-communication",
@@ -17,9 +17,9 @@ SHRINK_COMMUNICATION = LeverRule(
                       "(--tensor-parallel-size), NCCL_PROTO/NCCL_ALGO for the message size" if f.vllm else
                       "overlap the collective with compute (async_op=True, bucketing) or shrink it: fewer, larger "
                       "collectives, fewer ranks where the model fits, NCCL_PROTO/NCCL_ALGO for the message size"),
-    expected=lambda f: (f"its {_us(f)} a launch is the link's and the peers' time: "
+    expected=lambda f: (f"its {took(f)} a launch is the link's and the peers' time: "
                         "its share of the step sizes the gain"),
-    unlock=_none,
+    unlock=unsized,
     confirm=f"the collective's share of the step falls: {NSYS}",
     gain=2,
     cost=2,

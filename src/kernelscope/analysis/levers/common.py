@@ -50,11 +50,12 @@ class LeverRule(NamedTuple):
     cost: int  # 1 low, 2 medium, 3 high
 
 
-def _none(f: Facts) -> None:
+def unsized(f: Facts) -> None:
+    """The `unlock` of a lever whose speed-up the report cannot size."""
     return None
 
 
-def _flag(f: Facts, key: str) -> str:
+def vllm_flag(f: Facts, key: str) -> str:
     """A vLLM option as the capture's serving command gave it, or what vLLM does without it."""
     given = f.serving.get(key) if f.serving is not None else None
     if given:
@@ -66,53 +67,55 @@ def _flag(f: Facts, key: str) -> str:
     return DEFAULTS[key]
 
 
-def _mb(n: float | None) -> str:
+def mb(n: float | None) -> str:
+    """Bytes as a lever's text says them, or that they were not measured."""
     return "unmeasured bytes" if n is None else size(n)
 
 
-def _us(f: Facts) -> str:
+def took(f: Facts) -> str:
+    """The launch's duration as a lever's text says it."""
     return f"{(f.rec.duration_ns or 0) / 1e3:.1f} µs"
 
 
-def _ramp(f: Facts) -> bool:
+def at_ramp_floor(f: Facts) -> bool:
     """Within reach of the measured launch-and-ramp floor for its bytes (verdict/bound.py, latency)."""
     return f.limiter.kind == "launch" and f.limiter.name == "launch and ramp"
 
 
-def _up(f: Facts) -> str:
+def level_up(f: Facts) -> str:
     """How a level-up lever opens on a kernel at its roof."""
     return f"at the {f.limiter.name} ({f.limiter.pct:.0f} %): one level up, " if f.at_roof else ""
 
 
-def _triton(f: Facts) -> bool:
+def is_triton(f: Facts) -> bool:
     return f.prov.family == "your Triton"
 
 
-def _no_tensor_work(f: Facts) -> bool:
+def no_tensor_work(f: Facts) -> bool:
     """Measured to run no tensor-core math: a kernel whose tensor work was not counted, or may have
     run unseen, is not one (a GEMM is never told to fuse away or to use the tensor cores it uses)."""
     return f.tensor_work == "none"
 
 
-def _headroom(f: Facts) -> float | None:
+def headroom(f: Facts) -> float | None:
     """Up to the named roof (or, for latency, the nearest one); a provisional verdict's busy share is
     no roof to size from. At the launch-and-ramp floor, no algorithm beats the floor for its bytes."""
     if f.provisional:
         return None
-    if _ramp(f):
+    if at_ramp_floor(f):
         floor = ramp_floor_ns(f.rec.dram_bytes, f.hw_key)
         return None if floor is None or not f.rec.duration_ns else max(f.rec.duration_ns / floor, 1.0)
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
     return None if roof is None or roof.pct is None or roof.pct < SIZED_FROM_PCT else 100 / roof.pct
 
 
-def _headroom_expected(f: Facts) -> str:
+def headroom_expected(f: Facts) -> str:
     roof = f.limiter if f.limiter.pct is not None else f.runner_up
-    x = _headroom(f)
+    x = headroom(f)
     if f.provisional:
         return "provisional verdict: no roof to size it from; compare the algorithms' duration_ns"
-    if _ramp(f) and x is not None:
-        return (f"{_us(f)} against the {(f.rec.duration_ns or 0) / x / 1e3:.1f} µs any kernel moving its "
+    if at_ramp_floor(f) and x is not None:
+        return (f"{took(f)} against the {(f.rec.duration_ns or 0) / x / 1e3:.1f} µs any kernel moving its "
                 f"{(f.rec.dram_bytes or 0) / 1e6:.1f} MB takes on this GPU (measured ramp): up to {x:.2f}x")
     if roof is None or x is None:
         return "no roof within reach to size it: compare the algorithms' duration_ns"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..rules import AT_ROOF_PCT, EMPTY_KERNEL_NS, Facts, ramp_overhead_ns
-from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, _mb, _no_tensor_work, _none, _us
+from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, mb, no_tensor_work, took, unsized
 
 STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
 
@@ -67,7 +67,7 @@ def _stream_expected(f: Facts) -> str:
     floor, x = _stream_floor_ns(f), _stream_unlock(f)
     how = ("at the HBM roof, plus the launch and ramp measured for as many bytes, rules.RAMP_FLOOR_NS"
            if ramp_overhead_ns(f.rec.dram_bytes, f.hw_key) is not None else "at the HBM roof")
-    said = f"{_mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {_us(f)}"
+    said = f"{mb(f.rec.dram_bytes)} take at least {(floor or 0) / 1e3:.1f} µs ({how}); it takes {took(f)}"
     bound = _busy_bound(f)
     if bound is not None and x == bound and floor:
         said += (f" ({(f.rec.duration_ns or 0) / floor:.1f}x its floor), but with {f.limiter.name} "
@@ -87,7 +87,7 @@ def _memory_side(f: Facts) -> bool:
 
 def _fp32_stream(f: Facts) -> bool:
     """A memory-bound kernel over fp32 data (its template names float, no half type): bf16 halves it."""
-    return f.bound == "memory" and f.limiter.kind == "hbm" and _no_tensor_work(f) and \
+    return f.bound == "memory" and f.limiter.kind == "hbm" and no_tensor_work(f) and \
         bool(FP32_DATA.search(f.rec.name_full)) and not HALF_DATA.search(f.rec.name_full)
 
 
@@ -100,13 +100,13 @@ def _half(f: Facts) -> str:
 FUSE_AWAY = LeverRule(
     name="fuse-away",
     family="fusion",
-    when=lambda f: f.bound == "memory" and _no_tensor_work(f) and not f.split_k_reduce,
+    when=lambda f: f.bound == "memory" and no_tensor_work(f) and not f.split_k_reduce,
     action=lambda f: ("fuse it into its producer or consumer (torch.compile, a fused epilogue)"
                       if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
                       "fuse it into your own producer or consumer kernel, so the tensor never goes to memory") + (
         ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
-    expected=lambda f: f"removes its {_mb(f.rec.dram_bytes)} of DRAM traffic and its {_us(f)}",
-    unlock=_none,
+    expected=lambda f: f"removes its {mb(f.rec.dram_bytes)} of DRAM traffic and its {took(f)}",
+    unlock=unsized,
     confirm=f"the fused op's dram_bytes lose this kernel's; total time falls: {NSYS}",
     gain=3,
     cost=2,
@@ -117,7 +117,7 @@ BF16_STORAGE = LeverRule(
     family="precision",
     when=_fp32_stream,
     action=lambda f: (f"keep the tensor in {_half(f)} rather than fp32: the kernel moves half the bytes"),
-    expected=lambda f: f"at the HBM roof time follows its {_mb(f.rec.dram_bytes)}: up to 2x with half of them",
+    expected=lambda f: f"at the HBM roof time follows its {mb(f.rec.dram_bytes)}: up to 2x with half of them",
     unlock=lambda f: 2.0,
     confirm=f"dram_bytes halves and duration_ns with it: {ROOFLINE}",
     gain=2,
@@ -132,10 +132,10 @@ GENERATE_IN_CONSUMER = LeverRule(
     action=lambda f: ("generate the random numbers inside the kernel that uses them (torch.compile fuses "
                       "torch.rand/randn into their consumer; in your own kernel, Philox where the value is needed): "
                       "a separate generator kernel writes them to memory for the consumer to read back"),
-    expected=lambda f: (f"removes this kernel's {_us(f)} and its {_mb(f.rec.dram_bytes)} round trip; the consumer "
+    expected=lambda f: (f"removes this kernel's {took(f)} and its {mb(f.rec.dram_bytes)} round trip; the consumer "
                         "does the generation's arithmetic instead (a faster generator kernel gains at most "
                         f"{100 / (f.limiter.pct or 100):.2f}x: {f.limiter.name} {f.limiter.pct:.0f} % busy)"),
-    unlock=_none,
+    unlock=unsized,
     confirm=f"the kernel no longer appears and the consumer's duration_ns grows less than this kernel's: {NSYS}",
     gain=3,
     cost=2,

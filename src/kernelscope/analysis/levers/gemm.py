@@ -15,16 +15,16 @@ from .common import (
     NSYS,
     ROOFLINE,
     LeverRule,
-    _flag,
-    _headroom,
-    _headroom_expected,
-    _mb,
-    _no_tensor_work,
-    _none,
-    _ramp,
-    _triton,
-    _up,
-    _us,
+    at_ramp_floor,
+    headroom,
+    headroom_expected,
+    is_triton,
+    level_up,
+    mb,
+    no_tensor_work,
+    took,
+    unsized,
+    vllm_flag,
 )
 
 FUSED_MOE = re.compile(r"^fused_moe_kernel")  # vLLM's Triton MoE GEMM (provenance.py)
@@ -89,7 +89,7 @@ def _precision_action(f: Facts) -> str:
     step = _step(f)[0]
     how = (" (FlashAttention-3 fp8, cuDNN fp8 SDPA)" if f.attention_like
            else f" ({step} GEMM: torch._scaled_mm, Transformer Engine)")
-    return f"{_up(f)}run the tensor work in {step}{how}, if accuracy holds"
+    return f"{level_up(f)}run the tensor work in {step}{how}, if accuracy holds"
 
 
 def _moe(f: Facts) -> bool:
@@ -136,7 +136,7 @@ def _algorithm_action(f: Facts) -> str:
             if under else "larger tiles or 2-CTA multicast move fewer bytes per FLOP")
     if f.limiter.kind in ("tensor", "simt", "pipe", "issue"):
         return f"{tuned}: other tiles and schedules for the same work"
-    if _ramp(f):
+    if at_ramp_floor(f):
         return f"{tuned}: at this size launch and ramp are most of its time, so the bytes' floor bounds any of them"
     return f"{tuned}: a split-K or stream-K algorithm, or smaller tiles, so more CTAs share the work"
 
@@ -151,8 +151,8 @@ VLLM_MOE_CONFIG = LeverRule(
                       "benchmarks/kernels/benchmark_moe.py --tune writes E=<experts>,N=<expert intermediate size / TP>,"
                       f"device_name={(f.rec.device or 'this GPU').replace(' ', '_')}.json; serve with "
                       "VLLM_TUNED_CONFIG_FOLDER=<its folder>"),
-    expected=_headroom_expected,
-    unlock=_headroom,
+    expected=headroom_expected,
+    unlock=headroom,
     confirm=f"the same batch's fused_moe_kernel duration_ns under the tuned config: {ROOFLINE}",
     gain=2,
     cost=1,
@@ -191,7 +191,7 @@ AT_ROOF_BATCH = LeverRule(  # the precision ladder's last rung: at the roof, no 
                       "one level up, batch more work a launch or fuse its neighbours"),
     expected=lambda f: (f"this kernel has at most {100 / (f.limiter.pct or 100) - 1:.0%} left; "
                         "the gain is in the work around it"),
-    unlock=_none,
+    unlock=unsized,
     confirm=f"time per unit of work falls across the step: {NSYS}",
     gain=1,
     cost=2,
@@ -210,8 +210,8 @@ def _narrower(f: Facts, share: float) -> tuple[float, float | None]:
 def _narrower_expected(f: Facts) -> str:
     (fp8, floor), (int4, _) = _narrower(f, 0.5), _narrower(f, 0.25)
     at = "at the HBM roof" if f.limiter.kind == "hbm" else "at the launch-and-ramp floor for its bytes"
-    sized = f": half its bytes take at least {floor / 1e3:.1f} µs on this GPU against its {_us(f)}" if floor else ""
-    return (f"{at}, its time follows its DRAM bytes: fp8 weights halve its {_mb(f.rec.dram_bytes)}, up to "
+    sized = f": half its bytes take at least {floor / 1e3:.1f} µs on this GPU against its {took(f)}" if floor else ""
+    return (f"{at}, its time follows its DRAM bytes: fp8 weights halve its {mb(f.rec.dram_bytes)}, up to "
             f"{fp8:.1f}x{sized}; int4 up to {int4:.1f}x on a kernel that reads int4"
             + (" (measured ramp, rules.RAMP_FLOOR_NS)" if floor else ""))
 
@@ -219,9 +219,9 @@ def _narrower_expected(f: Facts) -> str:
 QUANTISE_OPERANDS = LeverRule(  # a weight stream at the floor for its bytes is as memory-bound as one at the roof
     name="quantise-operands",
     family="precision",
-    when=lambda f: (f.limiter.kind == "hbm" or _ramp(f)) and _weight_operands(f),
-    action=lambda f: f"{_up(f)}store the weights it streams in fp8" + (
-        f": vLLM --quantization fp8 ({_flag(f, 'quantization')}); int4 weights (AWQ, GPTQ) run on vLLM's "
+    when=lambda f: (f.limiter.kind == "hbm" or at_ramp_floor(f)) and _weight_operands(f),
+    action=lambda f: f"{level_up(f)}store the weights it streams in fp8" + (
+        f": vLLM --quantization fp8 ({vllm_flag(f, 'quantization')}); int4 weights (AWQ, GPTQ) run on vLLM's "
         + ("fused Marlin MoE kernel" if _moe(f) else "Marlin/Machete kernels, not cuBLAS") if f.vllm else
         " (torch._scaled_mm, Transformer Engine), or int4 with a kernel that reads int4 (Marlin, Machete)")
     + _precision_unsaid(f),
@@ -238,13 +238,13 @@ BATCH_ROWS = LeverRule(
     when=lambda f: f.bound == "memory" and _weight_operands(f) and (
         f.rec.arithmetic_intensity is None
         or (f.ridge is not None and f.lt(f.rec.arithmetic_intensity, f.ridge))),
-    action=lambda f: f"{_up(f)}batch more rows per weight read: " + (
+    action=lambda f: f"{level_up(f)}batch more rows per weight read: " + (
         "serve more sequences a decode step: the concurrency reaching the server, up to vLLM's --max-num-seqs "
-        f"({_flag(f, 'max_num_seqs')}), worth raising only where the server runs at it; more sequences share "
+        f"({vllm_flag(f, 'max_num_seqs')}), worth raising only where the server runs at it; more sequences share "
         "each step's weight reads (a higher throughput, each step a little slower)" if f.vllm else
         "more tokens a step, a larger M"),
     expected=_rows_expected,
-    unlock=_none,
+    unlock=unsized,
     confirm=f"arithmetic_intensity rises with M while duration_ns grows slower than M: {ROOFLINE}",
     gain=3,
     cost=2,
@@ -253,7 +253,7 @@ BATCH_ROWS = LeverRule(
 LIBRARY_GEMM = LeverRule(
     name="library-gemm",
     family="kernel",
-    when=lambda f: _triton(f) and f.gemm_like_tensor and not f.at_roof,
+    when=lambda f: is_triton(f) and f.gemm_like_tensor and not f.at_roof,
     action=lambda f: ("call the library GEMM instead (torch.matmul: cuBLAS picks a warp-specialised wgmma kernel) "
                       "unless the Triton kernel fuses what cuBLAS cannot"),
     expected=lambda f: (f"measured at one shape: {MEASURED_SAME_SHAPE['triton-gemm'][1]}: "
@@ -269,8 +269,8 @@ ANOTHER_ALGORITHM = LeverRule(  # any library kernel: cuBLAS algorithms, cuDNN e
     family="algorithm",
     when=lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
     action=_algorithm_action,
-    expected=_headroom_expected,
-    unlock=_headroom,
+    expected=headroom_expected,
+    unlock=headroom,
     confirm=lambda f: ("the same shape's duration_ns under each backend" if f.attention_like else
                        "the same shape's duration_ns under each algorithm")
     + f", then {ROOFLINE}",
@@ -284,12 +284,12 @@ SPLIT_K_REDUCE = LeverRule(
     when=lambda f: f.split_k_reduce,
     action=lambda f: ("the reduce of a split-K GEMM: cuBLASLt splits K when the output has too few tiles to fill "
                       "the SMs, then sums the partial tiles here; its time belongs to the GEMM launched before it. "
-                      + (f"More rows a step (vLLM's --max-num-seqs, {_flag(f, 'max_num_seqs')}) gives the GEMM "
+                      + (f"More rows a step (vLLM's --max-num-seqs, {vllm_flag(f, 'max_num_seqs')}) gives the GEMM "
                          "enough tiles to run unsplit" if f.vllm else
                          "A larger M (more tokens a step, batched calls) lets cuBLASLt pick an unsplit algorithm")),
-    expected=lambda f: (f"removes this {_us(f)} launch and the partial tiles' round trip through memory "
-                        f"({_mb(f.rec.dram_bytes)}); judge it with its GEMM (their times add)"),
-    unlock=_none,
+    expected=lambda f: (f"removes this {took(f)} launch and the partial tiles' round trip through memory "
+                        f"({mb(f.rec.dram_bytes)}); judge it with its GEMM (their times add)"),
+    unlock=unsized,
     confirm=f"splitKreduce_kernel no longer follows the GEMM, and the pair's time falls: {NSYS}",
     gain=2,
     cost=2,
@@ -309,7 +309,7 @@ VLLM_SPECULATIVE = LeverRule(  # a vLLM serving option, for the decode GEMMs tha
                            if _moe(f) else
                            "decode reads every weight for one token a sequence; k accepted tokens a step read them "
                            "once for k")),
-    unlock=_none,
+    unlock=unsized,
     confirm=("tokens per second at the same latency, and this GEMM's arithmetic_intensity rising: "
              "kernelscope k8s capture with the new flag"),
     gain=2,
@@ -319,13 +319,13 @@ VLLM_SPECULATIVE = LeverRule(  # a vLLM serving option, for the decode GEMMs tha
 USE_TENSOR_CORES = LeverRule(
     name="use-tensor-cores",
     family="precision",
-    when=lambda f: f.gemm_like and bool(f.rec.flops_total) and _no_tensor_work(f) and f.tensor_cores,
+    when=lambda f: f.gemm_like and bool(f.rec.flops_total) and no_tensor_work(f) and f.tensor_cores,
     action=lambda f: ("run the matmul on the tensor cores: mma.sync/WMMA instructions or a CUTLASS/cuBLAS GEMM with "
                       "fp16/bf16/tf32 operands" if f.prov.kind == "user" else
                       "route the matmul to tensor cores: bf16/fp16 inputs, or TF32 "
                       "(torch.backends.cuda.matmul.allow_tf32)"),
     expected=lambda f: "an order of magnitude more FLOP/s ceiling",
-    unlock=_none,
+    unlock=unsized,
     confirm=f"tensor_* FLOP appear in {ROOFLINE}",
     gain=3,
     cost=2,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..rules import RAMP_FLOOR_NS, Facts, ramp_floor_ns
-from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, _flag, _none, _ramp, _us
+from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, at_ramp_floor, took, unsized, vllm_flag
 
 GRAPH_WORTH_NS = 10_000.0  # past this, host launch gaps (3.3 µs each) are a small part of a launch-and-ramp kernel
 
@@ -23,15 +23,15 @@ COMBINE = ("FlashAttention's split-KV combine: the price of splitting the KV seq
 
 
 def _graph_worth(f: Facts) -> bool:
-    return f.limiter.kind == "launch" and (not _ramp(f) or f.lt(f.rec.duration_ns, GRAPH_WORTH_NS))
+    return f.limiter.kind == "launch" and (not at_ramp_floor(f) or f.lt(f.rec.duration_ns, GRAPH_WORTH_NS))
 
 
 def _graph_expected(f: Facts) -> str:
     launch = ("a host launch (3.3 µs back to back on an H200, docs/hopper-measurements.md §8"
               + ("" if f.hw_key in RAMP_FLOOR_NS else "; not measured on this GPU") + ")")
-    if _ramp(f):
-        return f"{_us(f)} on the GPU, about {launch}: in a graph the GPU no longer waits on the host between kernels"
-    return (f"{_us(f)} on the GPU at about an empty kernel's time: {launch} sets its cost; in a graph the host "
+    if at_ramp_floor(f):
+        return f"{took(f)} on the GPU, about {launch}: in a graph the GPU no longer waits on the host between kernels"
+    return (f"{took(f)} on the GPU at about an empty kernel's time: {launch} sets its cost; in a graph the host "
             "submits the whole graph once, so that per-launch cost goes and the GPU time stays")
 
 
@@ -70,10 +70,10 @@ def _fill_action(f: Facts) -> str:
     """More work a launch, said as the kernel's owner does it."""
     if f.vllm and f.gemm_like:
         return ("its grid is set by N and the tile vLLM's dispatch picks for this M: no switch per kernel; more "
-                f"sequences a step (--max-num-seqs, {_flag(f, 'max_num_seqs')}) change M, not the grid")
+                f"sequences a step (--max-num-seqs, {vllm_flag(f, 'max_num_seqs')}) change M, not the grid")
     if f.vllm:
         return ("more sequences a decode step (the concurrency served, up to vLLM's --max-num-seqs, "
-                f"{_flag(f, 'max_num_seqs')}): its grid follows the tokens a step, so each launch does more work "
+                f"{vllm_flag(f, 'max_num_seqs')}): its grid follows the tokens a step, so each launch does more work "
                 "for about the same time: the cost per token falls, not this kernel's time")
     if f.prov.family in TORCH_FAMILIES:
         return "give each launch more work: batch the calls or fuse them (foreach ops, torch.compile)"
@@ -110,10 +110,10 @@ VLLM_CUDA_GRAPHS = LeverRule(
     family="serving",
     when=lambda f: _graph_worth(f) and f.vllm and not f.in_cuda_graph,
     action=lambda f: "drop vLLM's --enforce-eager: vLLM then replays decode inside CUDA graphs (its default)",
-    expected=lambda f: (f"{_us(f)} on the GPU: eager, every launch pays the host's 3.3 µs "
+    expected=lambda f: (f"{took(f)} on the GPU: eager, every launch pays the host's 3.3 µs "
                         "(docs/hopper-measurements.md §8); in a graph the host submits the step once, "
                         "and the GPU time stays"),
-    unlock=_none,
+    unlock=unsized,
     confirm=f"the decode step's time falls (vLLM's own step time, or {NSYS})",
     gain=3,
     cost=1,
@@ -130,7 +130,7 @@ CUDA_GRAPH = LeverRule(
                       "capture its launches in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch), so the "
                       "host submits them once"),
     expected=_graph_expected,
-    unlock=_none,
+    unlock=unsized,
     confirm=f"the gaps between its launches vanish: {NSYS}",
     gain=3,
     cost=1,
@@ -146,8 +146,8 @@ FUSE_LAUNCH = LeverRule(
                       "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
                       else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"),
     expected=lambda f: ("removes the neighbours' launches and their ramps (their own rows say how long)"
-                        if f.gemm_like else f"removes a launch and its {_us(f)}"),
-    unlock=_none,
+                        if f.gemm_like else f"removes a launch and its {took(f)}"),
+    unlock=unsized,
     confirm=f"the kernel no longer appears in the step: {NSYS}",
     gain=2,
     cost=2,
@@ -156,7 +156,7 @@ FUSE_LAUNCH = LeverRule(
 MORE_WORK_A_LAUNCH = LeverRule(
     name="more-work-a-launch",
     family="batching",
-    when=_ramp,
+    when=at_ramp_floor,
     action=lambda f: ("give each launch more work: more sequences a decode step (the concurrency reaching the "
                       "server, up to vLLM's --max-num-seqs), a larger M for the same weight read"
                       if f.gemm_like and f.vllm else

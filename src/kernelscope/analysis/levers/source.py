@@ -9,7 +9,7 @@ stream's choice of kernel are in gemm.py and elementwise.py; on its grid, in lau
 from __future__ import annotations
 
 from ..rules import DOMINANT_STALL_PCT, Facts
-from .common import ROOFLINE, STALLS, LeverRule, _headroom, _headroom_expected, _none, _triton
+from .common import ROOFLINE, STALLS, LeverRule, headroom, headroom_expected, is_triton, unsized
 
 
 def _divergence_expected(f: Facts) -> str:
@@ -33,12 +33,12 @@ def _ncu_estimate(f: Facts, rule: str) -> str:
 TRITON_RETUNE = LeverRule(
     name="triton-retune",
     family="config",
-    when=lambda f: _triton(f) and f.bound in ("compute", "memory", "latency") and not f.at_roof,
+    when=lambda f: is_triton(f) and f.bound in ("compute", "memory", "latency") and not f.at_roof,
     action=lambda f: ("retune the Triton kernel: BLOCK_M/N/K, num_warps and num_stages over a triton.autotune "
                       "config list, GROUP_M for L2 reuse; on Hopper TMA descriptors (tl.make_tensor_descriptor), "
                       "a persistent grid and warp specialisation"),
-    expected=_headroom_expected,
-    unlock=_headroom,
+    expected=headroom_expected,
+    unlock=headroom,
     confirm=f"the config's duration_ns, then {ROOFLINE}",
     gain=2,
     cost=1,
@@ -53,7 +53,7 @@ FIX_SPILLS = LeverRule(
                       "threads; Triton: a smaller BLOCK or num_warps)"),
     expected=lambda f: (f"{f.rec.register_spill_pct:.1f} % of its instructions move registers to and from local "
                         "memory (L1/L2 traffic and latency)"),
-    unlock=_none,
+    unlock=unsized,
     confirm="register_spill_pct reaches 0: kernelscope capture --set full",
     gain=2,
     cost=2,
@@ -65,10 +65,10 @@ FIX_BANK_CONFLICTS = LeverRule(
     when=lambda f: f.ncu_finding("SharedMemoryConflicts") is not None,
     action=lambda f: ("Triton lays out shared memory itself: try another BLOCK_K or num_stages, or "
                       "tl.make_tensor_descriptor (TMA writes swizzled tiles)"
-                      if _triton(f) else
+                      if is_triton(f) else
                       "pad or swizzle the shared-memory layout so a warp's accesses fall in distinct banks"),
     expected=lambda f: _ncu_estimate(f, "SharedMemoryConflicts"),
-    unlock=_none,
+    unlock=unsized,
     confirm="l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum falls: kernelscope capture --set full",
     gain=1,
     cost=2,
@@ -80,10 +80,10 @@ COALESCE_GLOBAL = LeverRule(
     when=lambda f: f.ncu_finding("UncoalescedGlobalAccess") is not None,
     action=lambda f: ("coalesce global accesses: make the block's last axis the tensor's contiguous one in "
                       "tl.load, or load through tl.make_tensor_descriptor (TMA)"
-                      if _triton(f) else
+                      if is_triton(f) else
                       "coalesce global accesses: consecutive threads on consecutive addresses, 16-byte vector loads"),
     expected=lambda f: _ncu_estimate(f, "UncoalescedGlobalAccess"),
-    unlock=_none,
+    unlock=unsized,
     confirm="ncu's UncoalescedGlobalAccess no longer fires: kernelscope capture --set full",
     gain=2,
     cost=2,
@@ -124,7 +124,7 @@ CUT_INSTRUCTIONS = LeverRule(
     action=lambda f: ("fewer instructions per result: fast-math intrinsics, fewer passes over the data, vector "
                       "loads, less index arithmetic"),
     expected=lambda f: f"{f.limiter.name} {f.limiter.pct:.0f} % busy: time follows the instructions it issues",
-    unlock=_none,
+    unlock=unsized,
     confirm=f"issue_active_pct stays high while duration_ns falls: {ROOFLINE}",
     gain=2,
     cost=2,
@@ -137,8 +137,8 @@ HIDE_MEMORY_LATENCY = LeverRule(
                     and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT)),
     action=lambda f: ("keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more "
                       "independent work a thread"),
-    expected=_headroom_expected,
-    unlock=_headroom,
+    expected=headroom_expected,
+    unlock=headroom,
     confirm=f"warp_stalls.long_scoreboard drops: {STALLS}",
     gain=2,
     cost=2,
@@ -152,7 +152,7 @@ RAISE_OCCUPANCY_REGISTERS = LeverRule(
     action=lambda f: "cap registers to fit another block: __launch_bounds__(threads, minBlocks) or -maxrregcount",
     expected=lambda f: (f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises if no spills appear: "
                         "more warps to hide latency"),
-    unlock=_none,
+    unlock=unsized,
     confirm="theoretical_occupancy_pct rises and no local-memory traffic appears: kernelscope capture --set roofline",
     gain=2,
     cost=1,
@@ -165,7 +165,7 @@ RAISE_OCCUPANCY_SMEM = LeverRule(
                     and f.smem_limits_occupancy),
     action=lambda f: "use less shared memory a block (fewer pipeline stages, smaller tiles) so more blocks fit",
     expected=lambda f: f"theoretical occupancy {f.rec.theoretical_occupancy_pct:.0f} % rises with the blocks that fit",
-    unlock=_none,
+    unlock=unsized,
     confirm="launch__occupancy_limit_shared_mem rises: kernelscope capture --set roofline",
     gain=1,
     cost=2,
@@ -177,10 +177,10 @@ BALANCE_BARRIERS = LeverRule(
     when=lambda f: f.top_stall == "barrier" and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT) and not f.designed_stall,
     action=lambda f: ("overlap loads with the MMA instead of waiting at barriers: more num_stages, or warp "
                       "specialisation (tl.range(..., warp_specialize=True) where your Triton has it)"
-                      if _triton(f) else
+                      if is_triton(f) else
                       "balance the work between block-wide barriers (warp specialisation, fewer __syncthreads)"),
     expected=lambda f: f"barrier holds {f.top_stall_pct:.0f} % of stalled warp-cycles",
-    unlock=_none,
+    unlock=unsized,
     confirm=f"warp_stalls.barrier drops: {STALLS}",
     gain=1,
     cost=2,
