@@ -88,32 +88,41 @@ def _window(p: argparse.ArgumentParser) -> None:
                         "locally; live pods allow 3 on one replica, 5 on several)")
 
 
-def _kernels(a: argparse.Namespace) -> tuple[str, ...]:
+def _kernels(given: dict[str, Any]) -> tuple[str, ...]:
     from ..capture.kernel_sets import kernels
 
-    return tuple(a.kernel or ()) + (kernels(a.kernel_set) if getattr(a, "kernel_set", None) else ())
+    named = given.get("kernel_set")
+    return tuple(given.get("kernel") or ()) + (kernels(named) if named else ())
+
+
+# CapturePlan's fields a verb may have no option for (op has no launch window, only capture has ncu's
+# switches): a verb without one leaves CapturePlan's default. field -> option
+AS_GIVEN = {"launch_skip": "launch_skip", "launch_count": "launch_count", "name_base": "kernel_base",
+            "multiplex": "multiplex", "clock_control": "clock_control", "target_processes": "target_processes",
+            "replay_mode": "replay_mode", "graph_profiling": "graph_profiling"}
 
 
 def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
     from ..ncu.plan import CapturePlan, parse_attach
 
-    return CapturePlan(
-        kernels=_kernels(a), metric_set=a.set, addons=tuple(a.add or ()), launch_skip=a.launch_skip,
-        launch_count=a.launch_count, target=tuple(target),
-        attach=parse_attach(a.attach) if getattr(a, "attach", None) else None,
-        clock_control=getattr(a, "clock_control", "none"), target_processes=getattr(a, "target_processes", "all"),
-        replay_mode=getattr(a, "replay_mode", "kernel"), graph_profiling=getattr(a, "graph_profiling", "node"),
-        profile_from_start=getattr(a, "profile_from_start", "on") == "on",
-        window="start" if getattr(a, "profile_from_start", "on") == "on" else "profiler-range",
-        name_base=getattr(a, "kernel_base", "demangled"), multiplex=getattr(a, "multiplex", False))
+    given = vars(a)
+    chosen: dict[str, Any] = {name: given[option] for name, option in AS_GIVEN.items() if option in given}
+    if "profile_from_start" in given:
+        chosen["profile_from_start"] = a.profile_from_start == "on"
+        chosen["window"] = "start" if a.profile_from_start == "on" else "profiler-range"
+    if given.get("attach"):
+        chosen["attach"] = parse_attach(a.attach)
+    return CapturePlan(kernels=_kernels(given), metric_set=a.set, addons=tuple(a.add or ()), target=tuple(target),
+                       **chosen)
 
 
 def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:
     from ..app import CaptureRequest, parse_context
 
+    given = vars(a)
     return CaptureRequest(plan=plan, out=Path(a.out), command=("kernelscope", *sys.argv[1:]), ncu=a.ncu,
-                          dry_run=a.dry_run, allow_unscoped=getattr(a, "allow_unscoped", False),
-                          force=getattr(a, "force", False), timeout=a.timeout, context=parse_context(a.context or []))
+                          dry_run=a.dry_run, timeout=a.timeout, context=parse_context(a.context or []),
+                          **{name: given[name] for name in ("allow_unscoped", "force") if name in given})
 
 
 def _print_capture(result: CaptureResult) -> int:

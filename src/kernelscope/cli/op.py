@@ -26,7 +26,5 @@ def cmd_op(a: argparse.Namespace) -> int:
     from ..capture.harness import settle
 
     spec = settle(vars(a))
-    a.kernel = None
-    a.launch_skip, a.launch_count = 0, 1
     req = app.OpRequest(harness=spec, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
     return _print_capture(app.op(req, say))
