@@ -198,8 +198,6 @@ CC_MINOR = _c(f"{_ATTR}compute_capability_minor", "launch", "ceilings (architect
 SM_COUNT = _c(f"{_ATTR}multiprocessor_count", "launch", "ceilings (SMs)")
 MEMORY_CLOCK_KHZ = _c(f"{_ATTR}memory_clock_rate", "launch", "ceilings (memory clock)")
 BUS_WIDTH = _c(f"{_ATTR}global_memory_bus_width", "launch", "ceilings (memory bus width)")
-L2_SIZE = _c(f"{_ATTR}l2_cache_size", "launch", "device facts (L2 size)")
-MAX_WARPS_PER_SM = _c(f"{_ATTR}max_warps_per_multiprocessor", "launch", "device facts (warps a SM)")
 # the report's own peaks, per cycle over the whole device, as ncu's roofline charts draw them
 PEAK_DRAM_BYTES = _c("dram__bytes.sum.peak_sustained", "full", "ceilings (the report's own HBM peak)")
 PEAK_OPS = {op: _c(f"sm__sass_thread_inst_executed_op_{op}_pred_on.sum.peak_sustained", "full",
