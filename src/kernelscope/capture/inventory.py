@@ -23,7 +23,6 @@ from ..errors import KernelscopeError
 from ..ingest import read_file
 from ..ingest.names import kernel_name
 from ..ncu.argv import LIST_ONLY_FILTER
-from ..report.table import NAME, Col, Table
 from .diagnose import available_kernels
 from .transport import LocalProcess, Progress
 
@@ -114,24 +113,3 @@ def run(ncu: str, target: Sequence[str], env: Mapping[str, str], launches: int, 
             raise KernelscopeError(f"ncu listed no kernel of {target[0]} (exit {outcome.exit_code}): {tail}")
         rows = group(report)
     return rows, sum(r.launches or 0 for r in rows), outcome.output
-
-
-def kernels_table(rows: Sequence[Listed], profiled: int, cap: int | None, program: str) -> Table:
-    """Every kernel a program ran (timed: most GPU time first), with the --kernel value that selects it."""
-    total = sum(r.total_ns or 0.0 for r in rows)
-    cols = (Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
-            Col("launches", "launches", right=True), Col("total_us", "total µs", lambda v: f"{v:,.1f}", right=True),
-            Col("share", "time %", lambda v: f"{v:.1f}", right=True, drop=2),
-            Col("select", "--kernel", elide=NAME, code=True, drop=1))
-    out = [[i, r.name, r.launches, None if r.total_ns is None else r.total_ns / 1e3,
-            None if r.total_ns is None or not total else 100 * r.total_ns / total, r.select]
-           for i, r in enumerate(rows, 1)]
-    if cap is None:
-        notes = [f"{len(rows)} kernel(s) of {program}, by the names ncu lists (launches and time not counted: "
-                 "--timed N profiles the first N launches with their duration)"]
-    else:
-        notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from "
-                 "gpu__time_duration.sum (one pass a launch, under ncu: a listing, not a benchmark)"]
-    if cap is not None and profiled >= cap:
-        notes.append(f"the first {cap:,} launches only (a larger --timed N lists more): later kernels may be missing")
-    return Table(cols, out, "kernels the program ran", tuple(notes))

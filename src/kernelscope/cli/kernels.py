@@ -26,7 +26,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_kernels(a: argparse.Namespace) -> int:
     from .. import app
-    from ..capture.inventory import kernels_table
+    from ..report.listing import kernels_table
 
     _refuse("kernels", ((a.dry_run and a.format, "--format", "--dry-run prints the ncu command that would list the "
                          "kernels, not a listing to format"),))

@@ -1,10 +1,11 @@
-"""Small tables for verbs that list things: the ceilings a file holds, and a campaign's gate
-results. Built on the one table model, so every `--format` prints them the same way."""
+"""Small tables for verbs that list things: the ceilings a file holds, a campaign's gate results,
+and the kernels a program ran. Built on the one table model, so every `--format` prints them the
+same way."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..ceilings import Arch, DeviceCeilings
 from .table import NAME, Col, Table
@@ -57,3 +58,36 @@ def check_table(cells: int, failures: Sequence[str], notes: Sequence[str]) -> Ta
     rows = [["FAIL", f] for f in failures] + [["note", n] for n in notes]
     return Table(cols, rows, notes=(f"{cells} cell(s), {len(failures)} failure(s)",))
 
+
+class ListedKernel(Protocol):
+    """A kernel as `kernelscope kernels` lists it (capture/inventory.py's Listed)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def launches(self) -> int | None: ...
+    @property
+    def total_ns(self) -> float | None: ...
+    @property
+    def select(self) -> str: ...
+
+
+def kernels_table(rows: Sequence[ListedKernel], profiled: int, cap: int | None, program: str) -> Table:
+    """Every kernel a program ran (timed: most GPU time first), with the --kernel value that selects it."""
+    total = sum(r.total_ns or 0.0 for r in rows)
+    cols = (Col("rank", "#", right=True), Col("name", "kernel", elide=NAME, code=True),
+            Col("launches", "launches", right=True), Col("total_us", "total µs", lambda v: f"{v:,.1f}", right=True),
+            Col("share", "time %", lambda v: f"{v:.1f}", right=True, drop=2),
+            Col("select", "--kernel", elide=NAME, code=True, drop=1))
+    out = [[i, r.name, r.launches, None if r.total_ns is None else r.total_ns / 1e3,
+            None if r.total_ns is None or not total else 100 * r.total_ns / total, r.select]
+           for i, r in enumerate(rows, 1)]
+    if cap is None:
+        notes = [f"{len(rows)} kernel(s) of {program}, by the names ncu lists (launches and time not counted: "
+                 "--timed N profiles the first N launches with their duration)"]
+    else:
+        notes = [f"{len(rows)} kernel(s) in {profiled:,} launch(es) of {program}; GPU time from "
+                 "gpu__time_duration.sum (one pass a launch, under ncu: a listing, not a benchmark)"]
+    if cap is not None and profiled >= cap:
+        notes.append(f"the first {cap:,} launches only (a larger --timed N lists more): later kernels may be missing")
+    return Table(cols, out, "kernels the program ran", tuple(notes))
