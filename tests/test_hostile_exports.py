@@ -1,5 +1,5 @@
-"""Hostile input, round 3 (issue 32), the classes this round fixed: inputs neither dropped nor
-doubled, numbers never invented, one error line instead of a traceback. Each from a real export."""
+"""Hostile exports, each made from a real one: inputs neither dropped nor doubled, numbers never
+invented, one error line instead of a traceback."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import kernelscope
 from hostile import LAST_ERROR, LAST_OUTPUT, api, cli
 from kernelscope.errors import KernelscopeError
 
-NUMBERS = "round 3: numbers as ncu writes them, units, impossible values"
-DROPPED = "round 3: inputs neither dropped nor doubled"
-ONE_LINE = "round 3: OSError, malformed objects, API misuse as one error"
+NUMBERS = "exports: numbers as ncu writes them, units, impossible values"
+DROPPED = "exports: inputs neither dropped nor doubled"
+ONE_LINE = "exports: OSError, malformed objects, API misuse as one error"
 
 
 def refused(argv: list[str], klass: str) -> str:
