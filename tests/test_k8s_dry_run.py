@@ -337,7 +337,7 @@ def test_a_wrong_typed_field_is_one_error_line(tmp_path: Path, no_cluster: None,
     manifest.write_text(yaml.safe_dump(dep))
     assert cli(["k8s", "capture", "-n", "inference", "deploy/vllm-llama", "--kernel", "regex:nvjet", "--out",
                 str(tmp_path / "never-written"), "--dry-run", "--from-manifest", str(manifest)],
-               "round 3: OSError, malformed objects, API misuse as one error") == "clean"
+               "exports: OSError, malformed objects, API misuse as one error") == "clean"
     err = LAST_ERROR[0].strip()
     assert err.count("\n") == 0 and str(manifest) in err and "deployment vllm-llama: " in err and problem in err
 
