@@ -135,18 +135,22 @@ def tensor_unseen(m: Mapping[str, float], tensor_pipe_pct: float | None, missing
 # it computes them and by the names outputs give them (the record's flops_total is `flops.total`):
 # docs/reference.md's table of sources lists them, and a test holds every figure a record measures
 # to one of the two
+# Ratio figures: numerator / (denominator x scale), by their column names; a zero denominator makes
+# the figure undefined, not unmeasured. Computed, declared and documented from this one table.
+RATIOS: dict[str, tuple[str, str, float]] = {
+    "arithmetic_intensity": ("flops.total", "dram_bytes", 1.0),
+    "achieved_tflops": ("flops.total", "duration_ns", 1e3),  # FLOP/ns / 1e3 = TFLOP/s
+    "achieved_dram_tbps": ("dram_bytes", "duration_ns", 1e3),  # B/ns / 1e3 = TB/s
+}
+FIELD_OF = {"flops.total": "flops_total"}  # a column whose record field is named otherwise
 FROM_FIGURES: dict[str, str] = {
     "flops.total": "sum of `flops.*`; null while a class was not collected and the others counted none, or while "
                    "the tensor cores may have run uncounted",
     "dominant_precision": "the `flops.*` class with the most FLOP",
-    "arithmetic_intensity": "flops.total / dram_bytes",
-    "achieved_tflops": "flops.total / (duration_ns x 1e3)",
-    "achieved_dram_tbps": "dram_bytes / (duration_ns x 1e3)",
+    **{figure: f"{num} / {den}" if scale == 1 else f"{num} / ({den} x {scale:g})"
+       for figure, (num, den, scale) in RATIOS.items()},
     "occupancy_limiter": "the lowest of `launch__occupancy_limit_*` (registers, shared_mem, warps, blocks)",
 }
-# Ratio figures and their denominators: a zero denominator makes the figure undefined, not unmeasured.
-ZERO_DENOMINATORS = (("arithmetic_intensity", "dram_bytes"), ("achieved_tflops", "duration_ns"),
-                     ("achieved_dram_tbps", "duration_ns"))
 
 
 # Figures that a launch that ran cannot read as 0 or less: a roof is scaled by the clock it ran at.
@@ -164,8 +168,8 @@ MEASURED = tuple(f.name for f in fields(KernelRecord) if f.name not in {
 PLAIN = tuple(f for f in MEASURED if f in C.FIGURE_NAMES)
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
-    return None if num is None or den is None or den == 0 else num / den
+def _ratio(num: float | None, den: float | None, scale: float) -> float | None:
+    return None if num is None or den is None or den == 0 else num / (den * scale)
 
 
 def _limiter(limits: Mapping[str, float]) -> str:
@@ -247,7 +251,6 @@ def derive(raw: RawKernel) -> KernelRecord:
     notes = [*said, *raw.notes, *notes]
     if flops is not None and missing:
         notes.append("FLOP counters not collected for: " + ", ".join(missing) + " (their work is not counted)")
-    duration, dram = get("duration_ns"), get("dram_bytes")
     # no work counted while a class is missing is not "no work": the work is unknown; nor is a total
     # without any tensor class while the tensor cores may have run (a GEMM's SIMT epilogue is not its work)
     unseen = tensor_unseen(m, get("tensor_pipe_active_pct"), missing, names)
@@ -269,18 +272,19 @@ def derive(raw: RawKernel) -> KernelRecord:
         pipes["tensor"] = v["tensor_pipe_active_pct"]
     figures: dict[str, Any] = {f: get(f) for f in PLAIN}
     figures.update(
-        duration_ns=duration,
+        duration_ns=get("duration_ns"),
         flops=flops,
         flops_total=total,
         flops_missing=tuple(missing),
         flops_at_most={c: v[f"flops_at_most.{c}"] for c in missing if f"flops_at_most.{c}" in v} or None,
         dominant_precision=dominant,
         tensor_path=path,
-        dram_bytes=dram,
+        dram_bytes=get("dram_bytes"),
         l2_bytes=get("l2_bytes"),
-        arithmetic_intensity=_ratio(total, dram),
-        achieved_tflops=_ratio(total, duration * 1e3 if duration is not None else None),
-        achieved_dram_tbps=_ratio(dram, duration * 1e3 if duration is not None else None),
+    )
+    figures.update({figure: _ratio(figures[FIELD_OF.get(num, num)], figures[den], scale)
+                    for figure, (num, den, scale) in RATIOS.items()})
+    figures.update(
         pipe_busy=pipes or None,
         occupancy_limiter=_limiter(limits) if len(limits) == len(C.BLOCK_LIMITS) else None,
         block_limits=limits if len(limits) == len(C.BLOCK_LIMITS) else None,
@@ -288,7 +292,7 @@ def derive(raw: RawKernel) -> KernelRecord:
     if raw.out_of_range:
         notes.append(f"counters {OUT_OF_RANGE}: {', '.join(raw.out_of_range)}")
     _check_range(figures, notes)
-    for figure, denominator in ZERO_DENOMINATORS:
+    for figure, (_, denominator, _) in RATIOS.items():
         if figures[denominator] == 0:
             notes.append(f"{figure} is undefined: {denominator} is 0 (x/0), so null without being unmeasured")
             not_applicable.add(figure)
