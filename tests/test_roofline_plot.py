@@ -20,8 +20,8 @@ from kernelscope.ceilings import load
 from kernelscope.cli import main
 from kernelscope.report import roofline_data, roofline_plot
 from kernelscope.report.kernels import origin_labels, ranked
+from kernelscope.report.safe_text import elide
 from kernelscope.report.style import roof_colour
-from kernelscope.report.text import elide
 
 MANY = Path(__file__).parents[1] / "bench" / "data" / "many.ncu-rep.gz"  # 300 launches of small kernels
 ELEVEN = ("bundle_attn_causal", "gemm_basic.ncu-rep", "decode_gemm.ncu-rep", "divergent.ncu-rep",

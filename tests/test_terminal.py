@@ -17,8 +17,8 @@ import pytest
 
 from kernelscope.cli import main
 from kernelscope.report.progress import Ticker
+from kernelscope.report.safe_text import clean, elide
 from kernelscope.report.table import Col, Table, render_markdown, render_text
-from kernelscope.report.text import clean, elide
 
 THREE = ("gemm_bf16.ncu-rep", "decode_gemm.ncu-rep", "gemm_basic.ncu-rep")
 HOSTILE = "evil\x1b[31mred\x1b]8;;http://x.example/\x07link\x1b]8;;\x07[/][link=http://x.example/]click[/link]\u202e"
@@ -164,7 +164,7 @@ def test_a_directory_of_separate_reports_labels_each(fx: Path, tmp_path: Path) -
 def test_json_inert_escapes_every_character_it_finds_past_its_byte_scan() -> None:
     """json_inert's fast path (byte scans) lets through only text its regex finds nothing in: every
     code point the regex escapes, beside a dash (a note's, which makes the text non-ASCII), is escaped."""
-    from kernelscope.report.text import _RAW_IN_JSON, json_inert
+    from kernelscope.report.safe_text import _RAW_IN_JSON, json_inert
 
     found = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000 and _RAW_IN_JSON.match(chr(c))]
     assert len(found) == 42

@@ -21,7 +21,7 @@ from typing import Any
 from .. import __version__
 from .. import argtypes as T
 from ..errors import Interrupted, KernelscopeError, signals_interrupt
-from ..report.text import clean
+from ..report.safe_text import clean
 from . import analyze, bundle, campaign, capture, ceilings, diff, join, k8s, kernels, launch, op, report_roofline
 from .output import _silence_stdout, say
 

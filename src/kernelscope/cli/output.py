@@ -9,7 +9,7 @@ import sys
 from typing import IO, Any
 
 from ..errors import KernelscopeError
-from ..report.text import clean
+from ..report.safe_text import clean
 
 
 def say(line: str) -> None:

@@ -8,7 +8,7 @@ import csv
 from collections.abc import Iterable
 from typing import IO, Any
 
-from .text import clean
+from .safe_text import clean
 
 CSV_EOL = "\r\n"  # RFC 4180's; with "\n" the csv module left a \r in a name unquoted, and readers split the row
 

@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol, TextIO
 
 from ..ingest import Inputs, expand, iter_file
 from ..model import RawKernel
-from .text import clean
+from .safe_text import clean
 
 
 class Steps(Protocol):

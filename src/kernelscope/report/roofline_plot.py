@@ -39,8 +39,8 @@ from matplotlib.transforms import Bbox  # noqa: E402
 from ..errors import KernelscopeError  # noqa: E402
 from ..files import write_file  # noqa: E402
 from .roofline_data import Point, Roof, RooflineData  # noqa: E402
+from .safe_text import ELLIPSIS, clean, elide  # noqa: E402
 from .style import BOUND_COLOUR, MEMORY_ROOF_COLOUR, roof_colour  # noqa: E402
-from .text import ELLIPSIS, clean, elide  # noqa: E402
 
 FORMATS = ("png", "svg", "pdf")
 KEY_WIDTH = 56  # characters of the key's longest line (7 pt monospace): it stays inside the figure

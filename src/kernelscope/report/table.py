@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .csv_fields import CsvWriter
-from .text import clean, elide
+from .safe_text import clean, elide
 
 NONE = "—"  # unmeasured or not applicable: never printed as 0
 GAP = 2

@@ -12,8 +12,8 @@ from ..columns import unmeasured_of
 from ..model import Assessment
 from . import kernels
 from .kernels import Ranked
+from .safe_text import clean, elide
 from .table import NONE, render_text, wrap
-from .text import clean, elide
 
 FRONTIER_SHOWN = 5
 

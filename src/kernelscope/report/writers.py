@@ -23,7 +23,7 @@ from ..analysis.overshoot import Overshoots
 from ..columns import FLAT, SCHEMA_VERSION, UNITS, flat_values, kernel_object
 from ..model import Assessment
 from .csv_fields import CSV_EOL, FORMULA_START, CsvWriter, inert_text
-from .text import has_controls, json_inert
+from .safe_text import has_controls, json_inert
 
 
 class Chunk(NamedTuple):
