@@ -22,7 +22,7 @@ from hostile import LAST_ERROR, cli
 from kernelscope.cli import main
 from kernelscope.k8s import sister
 from kernelscope.k8s.inspect import inspect
-from kernelscope.k8s.kubectl import Kube
+from kernelscope.k8s.kubectl import Access, Kube
 from test_k8s import NS, OWNED, deploy, kubectl, leftovers, wait_gone
 from test_k8s import cluster as cluster  # the session's cluster fixture, by name
 from toyk8s import planned_pods, toy
@@ -507,3 +507,26 @@ def test_a_multiplexed_attach_plan_is_one_sister_taking_a_session_a_group(no_clu
     assert [argv[argv.index("--metrics") + 1] for argv in sessions] == [
         ",".join(s) for s in multiplex.attach_sessions(multiplex.groups())]
     assert sum(1 for _, argv in steps(out) if "install" in argv) == 1
+
+
+def test_access_reviews_are_matched_to_their_questions_as_an_api_server_echoes_them(tmp_path: Path) -> None:
+    """An API server prints each SelfSubjectAccessReview back with its empty group, subresource and
+    namespace left out (omitempty), and in the order it answered: each answer still lands on its
+    question, and a question with no reply is "" (unchecked), never yes."""
+    replies = [{"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {"creationTimestamp": None}, "spec": {"resourceAttributes": attrs},
+                "status": {"allowed": allowed, **({"reason": "RBAC: allowed by RoleBinding"} if allowed else {})}}
+               for attrs, allowed in (({"verb": "get", "resource": "nodes"}, False),
+                                      ({"namespace": "serving", "verb": "get", "resource": "pods",
+                                        "subresource": "log"}, True),
+                                      ({"namespace": "serving", "verb": "get", "group": "apps",
+                                        "resource": "deployments"}, True))]
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text("#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n" + "\n".join(json.dumps(r, indent=4) for r in replies)
+                       + "\nEOF\n")
+    kubectl.chmod(0o755)
+    kube = Kube("serving", kubectl=str(kubectl))
+    answers = kube.can_i(Access("get", "deployments.apps"), Access("get", "pods/log"), Access("get", "nodes"),
+                         Access("list", "pods", cluster_wide=True))
+    assert answers == ["yes", "yes", "no", ""]
+    assert [s.argv[3:] for s in kube.steps] == [["create", "-f", "-", "-o", "json"]]

@@ -26,6 +26,7 @@ if "create -f - -o json" in args:
         assert review["kind"] == "SelfSubjectAccessReview", "only access reviews are stood in for"
         asked = review["spec"]["resourceAttributes"]
         review["status"] = {"allowed": (asked["verb"], asked["resource"], asked.get("namespace")) not in DENIED}
+        review["spec"]["resourceAttributes"] = {k: v for k, v in asked.items() if v}  # as the API server's omitempty
         print(json.dumps(review, indent=4))
 elif " get nodes " in f" {args} " or " get node/" in f" {args} ":
     refuse("nodes", "at the cluster scope")

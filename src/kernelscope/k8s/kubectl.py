@@ -27,6 +27,7 @@ from ..files import parse_json
 if TYPE_CHECKING:  # imported in log(): the CLI parser reads this package's defaults and must start fast
     from ..manifest import CommandRun
 
+ACCESS_FIELDS = ("verb", "group", "resource", "subresource", "namespace")  # what a review asks, and we match on
 CLUSTER_SCOPED = frozenset({"nodes", "namespaces", "persistentvolumes", "storageclasses"})  # asked in no namespace
 _LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 DNS1123_LABEL = re.compile(_LABEL)
@@ -115,6 +116,14 @@ def _json_stream(text: str) -> list[dict[str, Any]]:
             docs.append(doc)
 
 
+def _asked(attributes: object) -> tuple[tuple[str, str], ...]:
+    """A review's question as the API server echoes it: its empty fields left out (omitempty drops
+    an empty group, subresource or namespace from the reply)."""
+    if not isinstance(attributes, dict):
+        return ()
+    return tuple(sorted((k, v) for k, v in attributes.items() if k in ACCESS_FIELDS and v and isinstance(v, str)))
+
+
 @dataclass
 class Step:
     argv: list[str]
@@ -177,8 +186,8 @@ class Kube:
         for doc in _json_stream(out or ""):  # kubectl create prints each object it made, one after another
             status, spec = doc.get("status"), doc.get("spec")
             if isinstance(status, dict) and isinstance(spec, dict) and isinstance(status.get("allowed"), bool):
-                allowed[json.dumps(spec.get("resourceAttributes"), sort_keys=True)] = status["allowed"]
-        answers = (allowed.get(json.dumps(r["spec"]["resourceAttributes"], sort_keys=True)) for r in reviews)
+                allowed[_asked(spec.get("resourceAttributes"))] = status["allowed"]
+        answers = (allowed.get(_asked(r["spec"]["resourceAttributes"])) for r in reviews)
         return ["" if a is None else "yes" if a else "no" for a in answers]
 
     def kubectl_argv(self, *args: str) -> list[str]:
