@@ -1,7 +1,7 @@
 """The serving configuration a capture ran under, read from the serving command: which engine, the
 model, tensor parallelism, dtype, batch limits, quantization, KV-cache dtype, CUDA-graph mode and
-speculative decoding. It goes into every bundle's context (the seed's full-context descriptor) and
-decides the levers a vLLM user can pull (analysis/levers/): the flag to change, not the kernel.
+speculative decoding. It goes into every bundle's context and decides the levers a vLLM user can
+pull (analysis/levers/): the flag to change, not the kernel.
 
 Only what the command says is recorded; vLLM's defaults are named as such, never guessed values."""
 
@@ -22,7 +22,7 @@ VLLM_OPTIONS = ("--model", "--served-model-name", "--tensor-parallel-size", "--p
 SHORT = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
          "-q": "--quantization", "-O": "--compilation-config"}
 FLAGS = ("--enforce-eager",)
-# the seed's descriptor keys a command may leave out, recorded as what vLLM (0.26, vllm/engine/arg_utils.py)
+# the context's keys a command may leave out, recorded as what vLLM (0.26, vllm/engine/arg_utils.py)
 # does without them, never as a guessed figure; the levers name the same words
 DEFAULTS = {
     "tensor_parallel_size": "not set: 1 GPU",

@@ -22,6 +22,13 @@ from ..serving import Serving
 AT_ROOF_PCT = 80.0
 NEAR_ROOF_PCT = 60.0
 BOUNDARY_PCT = 5.0  # within this many points of a line, or of a runner-up on the other side, say both
+# With no FLOP or byte counters (a provisional verdict), ncu's Memory Throughput names the memory side
+# only when it leads every other unit by this many points.
+LEADS_BY_PCT = 10.0
+# Precision classes below this share of a kernel's FLOP need no ceiling of their own (a GEMM's few fp32
+# epilogue ops must not make its %SoL unknown on a device whose fp32 peak is unsourced); they are still
+# counted in its FLOP totals.
+MINOR_SHARE = 0.01
 # L2 is named over HBM only when it serves reuse: a stream through L2 moves 1-2x the DRAM bytes.
 L2_REUSE_RATIO = 2.0
 # An empty kernel takes 1.66 µs on an H200 (gpu__time_duration, docs/hopper-measurements.md §8); a kernel within
@@ -123,11 +130,11 @@ class Facts(NamedTuple):
     communication: bool  # a collective (NCCL, multimem, vLLM's custom all-reduce): the link and its peers set its time
     path_ratio: float | None  # the tensor path's share of the chip's peak, when under 1 (mma.sync)
     step: tuple[str, float] | None  # a cheaper tensor precision this device has, and its peak ratio
-    hbm_pct: float | None  # HBM % at the measured clock
+    hbm_pct: float | None  # HBM % at the measured clock (a provisional verdict: ncu's DRAM Throughput)
     ridge: float | None  # FLOP/byte where the binding compute roof meets HBM
     serving: Serving | None = None  # the serving engine's configuration, when the capture says (vLLM's flags)
     hw_key: str = ""  # the device's ceilings key, for figures measured per device (RAMP_FLOOR_NS)
-    evidence: tuple[str, ...] = ()  # the figures that decided the verdict (judge.Judgement.evidence)
+    evidence: tuple[str, ...] = ()  # the figures that decided the verdict (bound.Judgement.evidence)
     tensor_work: TensorWork = "unknown"  # whether the kernel ran tensor-core math, and whether it was counted
     device: DeviceCeilings | None = None  # what the chip has: tensor cores, wgmma, fp8 (ceilings/architectures.yaml)
 

@@ -23,7 +23,7 @@ from .. import argtypes as T
 from ..errors import Interrupted, KernelscopeError, signals_interrupt
 from ..report.safe_text import clean
 from . import analyze, bundle, campaign, capture, ceilings, diff, join, k8s, kernels, launch, op, report_roofline
-from .output import _silence_stdout, say
+from .output import say, silence_stdout
 
 # every verb in the order --help lists it, by the names it registers: each module's add_arguments registers the
 # verb's options, and the handler they set beside them
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (`kernelscope --help | head -1`): not an error
-        _silence_stdout()
+        silence_stdout()
         return 0
     except Interrupted as exc:  # SIGTERM/SIGHUP (or SIGINT during a k8s capture), after cleanup
         say(f"stopped by {exc}")

@@ -7,18 +7,18 @@ from pathlib import Path
 from typing import Any
 
 from .. import argtypes as T
-from .args import _analyze_request, _format, _per_launch, _reading, _refuse, _sub
-from .output import _analysis_text, _ticker, emit, emit_file, say
+from .args import add_format, add_per_launch, add_reading, add_verb, analyze_request, refuse
+from .output import analysis_text, emit, emit_file, say, ticker
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """analyze: the inputs, then how the kernels are shown or written."""
-    a = _sub(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze,
+    a = add_verb(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze,
              "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
              "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md")
-    _reading(a)
-    _per_launch(a)
-    _format(a, "; json and csv hold every launch with every figure (--details and --per-launch are the table's)")
+    add_reading(a)
+    add_per_launch(a)
+    add_format(a, "; json and csv hold every launch with every figure (--details and --per-launch are the table's)")
     a.add_argument("--details", action="store_true", help="table format: each kernel's verdict, limiters and levers")
     a.add_argument("--out-dir", type=T.path, help="directory to write kernels.json and kernels.csv into")
     a.add_argument("--jobs", type=T.positive, help="json, csv and --out-dir: processes that read a large raw CSV "
@@ -38,7 +38,7 @@ def _check_analyze(a: argparse.Namespace) -> None:
     holds = {"json": "--format json holds every launch (one object each)", "csv": "--format csv holds every launch "
              "(one row each)"}.get(a.format, "--out-dir alone writes kernels.json and kernels.csv, which hold every "
                                               "launch")
-    _refuse("analyze", (
+    refuse("analyze", (
         (a.details and streamed, "--details", f"{holds} with its verdict, limiters and levers; the details are "
                                               "the table's (--format table)"),
         (a.details and a.format == "markdown", "--details", "the markdown is the table and next levers for a PR "
@@ -59,8 +59,8 @@ def cmd_analyze(a: argparse.Namespace) -> int:
 
     _check_analyze(a)
     if _streamed(a):
-        with _ticker() as tick:
-            written, spool = app.stream_results(_analyze_request(a), Path(a.out_dir) if a.out_dir else None,
+        with ticker() as tick:
+            written, spool = app.stream_results(analyze_request(a), Path(a.out_dir) if a.out_dir else None,
                                                 a.format, a.jobs or default_jobs(), tick.step, _warn)
         if written:
             say("wrote " + ", ".join(str(p) for p in written))
@@ -68,11 +68,11 @@ def cmd_analyze(a: argparse.Namespace) -> int:
             with spool:
                 emit_file(spool)
         return 0
-    with _ticker() as tick:
-        an = app.analyze(_analyze_request(a), tick.step)
+    with ticker() as tick:
+        an = app.analyze(analyze_request(a), tick.step)
     for line in an.warnings():
         _warn(line)
     if a.out_dir:
         say("wrote " + ", ".join(str(p) for p in app.write_results(an, Path(a.out_dir))))
-    emit(_analysis_text(an, a.format or "table", a.per_launch, a.details))
+    emit(analysis_text(an, a.format or "table", a.per_launch, a.details))
     return 0

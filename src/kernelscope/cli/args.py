@@ -17,7 +17,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 GATE_EXIT = "exit codes: 0 passed, 1 a gate failed, 2 an error"
 
 
-def _sub(sub: argparse._SubParsersAction[Any], name: str, help_text: str, handler: Handler | None, example: str,
+def add_verb(sub: argparse._SubParsersAction[Any], name: str, help_text: str, handler: Handler | None, example: str,
          extra: str = "") -> argparse.ArgumentParser:
     """A verb (or a verb's sub-verb) with its example, and any `extra` lines, in the help."""
     epilog = f"example:\n  {example}" + (f"\n\n{extra}" if extra else "")
@@ -29,7 +29,7 @@ def _sub(sub: argparse._SubParsersAction[Any], name: str, help_text: str, handle
     return p
 
 
-def _format(p: argparse.ArgumentParser, extra: str = "") -> None:
+def add_format(p: argparse.ArgumentParser, extra: str = "") -> None:
     p.add_argument("--format", choices=FORMATS,
                    help="table (default: fitted to the terminal, plain text when piped), json, csv, or markdown "
                         "(for PR comments)" + extra)
@@ -38,7 +38,7 @@ def _format(p: argparse.ArgumentParser, extra: str = "") -> None:
 INPUTS = ".ncu-rep reports, ncu CSV exports (raw or details page) or bundle directories"
 
 
-def _reading(p: argparse.ArgumentParser, inputs: str = INPUTS, note: str = "", alias: str | None = None) -> None:
+def add_reading(p: argparse.ArgumentParser, inputs: str = INPUTS, note: str = "", alias: str | None = None) -> None:
     """The inputs and the options that pick kernels and their ceilings, the same on every verb that
     reads reports; `alias`: the verb's earlier spelling of an input (--ncu, --bundle), still taken."""
     p.add_argument("inputs", nargs="*" if alias else "+", type=T.path, help=inputs + note)
@@ -46,10 +46,10 @@ def _reading(p: argparse.ArgumentParser, inputs: str = INPUTS, note: str = "", a
     if alias:
         p.add_argument(alias, action="append", dest="alias_inputs", metavar="INPUT", type=T.path,
                        help="an input, as a positional one: the earlier spelling, still accepted (repeatable)")
-    _judging(p)
+    add_judging(p)
 
 
-def _judging(p: argparse.ArgumentParser) -> None:
+def add_judging(p: argparse.ArgumentParser) -> None:
     """Which launches are judged, and against which ceilings: every verb that reads reports, diff's
     two sides included."""
     p.add_argument("--kernel", help="exact kernel name, or regex:EXPR (as ncu's --kernel-name)")
@@ -60,12 +60,12 @@ def _judging(p: argparse.ArgumentParser) -> None:
                    "kernel's %%SoL of them beside the datasheet's (the table's ach comp %% and ach mem %%)")
 
 
-def _per_launch(p: argparse.ArgumentParser) -> None:
+def add_per_launch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-launch", action="store_true",
                    help="one row (and point) per launch instead of one per kernel")
 
 
-def _file_out(raw: str) -> Path:
+def file_out(raw: str) -> Path:
     """--out of a verb that writes one file: a name ending in / is a directory, not a file name."""
     if raw.endswith(("/", os.sep)):
         raise KernelscopeError(f"--out {raw}: names a directory; --out takes the file to write (e.g. "
@@ -73,8 +73,8 @@ def _file_out(raw: str) -> Path:
     return Path(raw)
 
 
-def _analyze_request(a: argparse.Namespace) -> Any:
-    """The inputs and selection of a verb whose parser called _reading: positional inputs, then
+def analyze_request(a: argparse.Namespace) -> Any:
+    """The inputs and selection of a verb whose parser called add_reading: positional inputs, then
     those given by the alias (join's --ncu, bundle kernel-internals' --bundle)."""
     from ..app import AnalyzeRequest
 
@@ -86,7 +86,7 @@ def _analyze_request(a: argparse.Namespace) -> Any:
                           achievable=Path(a.achievable) if a.achievable else None)
 
 
-def _refuse(verb: str, checks: Sequence[tuple[object, str, str]]) -> None:
+def refuse(verb: str, checks: Sequence[tuple[object, str, str]]) -> None:
     """An option given where it does not apply is an error saying why (exit 2), never ignored:
     `checks` are (given here, the option, why it does not apply)."""
     for given, option, why in checks:

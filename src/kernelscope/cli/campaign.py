@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import argtypes as T
-from .args import GATE_EXIT, _file_out, _format, _sub
-from .output import _show, _ticker, emit, say
+from .args import GATE_EXIT, add_format, add_verb, file_out
+from .output import emit, formatted, say, ticker
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """campaign and its four sub-verbs."""
-    cp = _sub(sub, "campaign", "campaigns of cells stored as plain files", None,
+    cp = add_verb(sub, "campaign", "campaigns of cells stored as plain files", None,
               "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm")
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
     for name, text, example in (
@@ -25,7 +25,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
              "kernelscope campaign check --campaign decode-h200 --strict --format markdown"),
             ("export", "kernels as Parquet by campaign and cell",
              "kernelscope campaign export --campaign decode-h200 --parquet out/")):
-        sp = _sub(cp_sub, name, text, cmd_campaign, example, GATE_EXIT if name == "check" else "")
+        sp = add_verb(cp_sub, name, text, cmd_campaign, example, GATE_EXIT if name == "check" else "")
         sp.add_argument("--campaign", required=True, help="the campaign's name (its directory under --root)")
         sp.add_argument("--root", default="campaigns", type=T.path,
                         help="directory holding campaigns (default ./campaigns)")
@@ -39,7 +39,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                             help="the HTML file to write (default: <root>/<campaign>/report.html)")
         elif name == "check":
             sp.add_argument("--strict", action="store_true", help="exit 1 when a gate fails")
-            _format(sp)
+            add_format(sp)
         else:
             sp.add_argument("--parquet", required=True, type=T.path,
                             help="dataset directory: writes DIR/campaign=NAME/cell_id=ID/kernels.parquet")
@@ -60,13 +60,13 @@ def cmd_campaign(a: argparse.Namespace) -> int:
             emit("".join(f"FAIL: {x}\n" for x in failures) + "".join(f"note: {x}\n" for x in notes)
                  + f"{n} cell(s), {len(failures)} failure(s)\n")
         else:
-            emit(_show(check_table(n, failures, notes), a.format,
+            emit(formatted(check_table(n, failures, notes), a.format,
                        {"cells": n, "passed": not failures, "failures": failures, "notes": notes}))
         return 1 if failures and a.strict else 0
     elif a.campaign_command == "export":
         say(f"wrote {app.campaign_export(root, a.campaign, Path(a.parquet))}")
     else:
-        with _ticker() as tick:
-            out = app.campaign_render(root, a.campaign, _file_out(a.out) if a.out else None, tick.step)
+        with ticker() as tick:
+            out = app.campaign_render(root, a.campaign, file_out(a.out) if a.out else None, tick.step)
         say(f"wrote {out}")
     return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import argtypes as T
-from .args import _sub
+from .args import add_verb
 from .output import emit, say
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without th
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """capture: the window, the attach, ncu's switches, then the shared capture options."""
-    c = _sub(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture,
+    c = add_verb(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture,
              "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py")
-    _window(c)
+    add_window(c)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")
     c.add_argument("--one-run", action="store_true",
                    help="several --kernel in one run of the program (one filter, --launch-count for each): for a "
@@ -40,10 +40,10 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                    help="node (default): CUDA graph kernels one by one; graph: a whole graph as one workload")
     c.add_argument("--profile-from-start", default="on", choices=("on", "off"),
                    help="off: profile only between cudaProfilerStart/Stop (default on)")
-    _local_capture_options(c)
+    add_local_capture_options(c)
 
 
-def _capture_options(p: argparse.ArgumentParser) -> None:
+def add_capture_options(p: argparse.ArgumentParser) -> None:
     from ..ncu.metric_sets import ADDONS, SETS
 
     p.add_argument("--set", default="roofline", choices=SETS,
@@ -64,8 +64,8 @@ def multiplex_option(p: argparse.ArgumentParser, runs: str) -> None:
                         "after which to take another); needs --kernel")
 
 
-def _local_capture_options(p: argparse.ArgumentParser) -> None:
-    _capture_options(p)
+def add_local_capture_options(p: argparse.ArgumentParser) -> None:
+    add_capture_options(p)
     multiplex_option(p, "a run of the program, or with --attach a session")
     p.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     p.add_argument("--dry-run", action="store_true", help="print the exact ncu argv and run nothing")
@@ -74,7 +74,7 @@ def _local_capture_options(p: argparse.ArgumentParser) -> None:
                         "listen (vLLM's EngineCore 20-60 s after the server starts; default 600)")
 
 
-def _window(p: argparse.ArgumentParser) -> None:
+def add_window(p: argparse.ArgumentParser) -> None:
     from ..ncu.plan import POLICIES
 
     p.add_argument("--kernel", action="append", help="kernel name or regex:EXPR; repeat for several")
@@ -102,7 +102,7 @@ AS_GIVEN = {"launch_skip": "launch_skip", "launch_count": "launch_count", "name_
             "replay_mode": "replay_mode", "graph_profiling": "graph_profiling"}
 
 
-def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
+def plan_from(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
     from ..ncu.plan import CapturePlan, parse_attach
 
     given = vars(a)
@@ -116,7 +116,7 @@ def _plan(a: argparse.Namespace, target: Sequence[str] = ()) -> CapturePlan:
                        **chosen)
 
 
-def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:
+def capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest:
     from ..app import CaptureRequest, parse_context
 
     given = vars(a)
@@ -125,7 +125,7 @@ def _capture_request(a: argparse.Namespace, plan: CapturePlan) -> CaptureRequest
                           **{name: given[name] for name in ("allow_unscoped", "force") if name in given})
 
 
-def _print_capture(result: CaptureResult) -> int:
+def print_capture(result: CaptureResult) -> int:
     for f in result.findings:
         say(f"{f.level}: {f.message}")
     if result.analytic is not None:
@@ -146,7 +146,7 @@ def cmd_capture(a: argparse.Namespace) -> int:
     from .. import app
     from ..ncu.plan import one_session
 
-    plan = _plan(a, a.target)
+    plan = plan_from(a, a.target)
     if a.one_run:
         plan = one_session(plan, "--one-run")
-    return _print_capture(app.capture(_capture_request(a, plan), say))
+    return print_capture(app.capture(capture_request(a, plan), say))

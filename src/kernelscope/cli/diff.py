@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import argtypes as T
-from .args import GATE_EXIT, _analyze_request, _format, _judging, _sub
-from .output import _show, _ticker, emit
+from .args import GATE_EXIT, add_format, add_judging, add_verb, analyze_request
+from .output import emit, formatted, ticker
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """diff: the two sides, the selection and ceilings, the gates."""
-    di = _sub(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
+    di = add_verb(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
               "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
               extra="Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
                     "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
@@ -25,7 +25,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                     + GATE_EXIT)
     di.add_argument("baseline", type=T.path, help="bundle, .ncu-rep or CSV export: the baseline")
     di.add_argument("candidate", type=T.path, help="bundle, .ncu-rep or CSV export: the candidate")
-    _judging(di)
+    add_judging(di)
     di.add_argument("--fail-on", action="append", metavar="GATE",
                     help="FIGURE OP LIMIT UNIT, repeatable: e.g. 'duration_ns>+5%%' (a kernel over 5 %% slower per "
                          "launch fails), 'pct_sol<-3pt' (%%SoL down more than 3 points), 'warp_stalls.barrier>+2pt'; "
@@ -33,19 +33,19 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                          "not on a percent figure); exit 1 if any kernel fails or a side did not measure the figure")
     di.add_argument("--allow-mismatch", action="store_true",
                     help="compare even when device/shapes/model differ")
-    _format(di, "; csv: one row per kernel and figure")
+    add_format(di, "; csv: one row per kernel and figure")
 
 
 def cmd_diff(a: argparse.Namespace) -> int:
     from .. import app
     from ..report import diff
 
-    with _ticker() as tick:
-        cmp = app.diff(Path(a.baseline), Path(a.candidate), _analyze_request(a), a.allow_mismatch, a.fail_on or (),
+    with ticker() as tick:
+        cmp = app.diff(Path(a.baseline), Path(a.candidate), analyze_request(a), a.allow_mismatch, a.fail_on or (),
                        tick.step)
     title = f"diff: baseline {Path(a.baseline).name} → candidate {Path(a.candidate).name}"
     if a.format == "csv":
         emit(diff.to_csv(cmp))
     else:
-        emit(_show(diff.table(cmp, title), a.format, diff.document(cmp, a.baseline, a.candidate)))
+        emit(formatted(diff.table(cmp, title), a.format, diff.document(cmp, a.baseline, a.candidate)))
     return 0 if cmp.passed else 1

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import argtypes as T
-from .args import _sub
-from .capture import _capture_options, _plan, _window, multiplex_option
-from .output import _analysis_text, emit, say, show
+from .args import add_verb
+from .capture import add_capture_options, add_window, multiplex_option, plan_from
+from .output import analysis_text, emit, say, show
 
 if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without them
     from ..k8s.findings import Inspection
@@ -20,7 +20,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """k8s and its sub-verbs inspect, capture and cleanup."""
     from ..k8s import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
-    k8 = _sub(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None,
+    k8 = add_verb(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None,
               "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live")
     k8_sub = k8.add_subparsers(dest="k8s_command", required=True)
     for name, text, example in (
@@ -30,7 +30,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
              "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live --dry-run"),
             ("cleanup", "remove kernelscope sisters: one release, the expired ones, or all of ours",
              "kernelscope k8s cleanup -n serving --release basic-inference-ncu")):
-        kp = _sub(k8_sub, name, text, cmd_k8s, example,
+        kp = add_verb(k8_sub, name, text, cmd_k8s, example,
                   "exit codes: 0 a strategy is possible, 1 blocked, 2 an error" if name == "inspect" else "")
         kp.add_argument("-n", "--namespace", default="default", help="the Kubernetes namespace (default: default)")
         kp.add_argument("--timeout", type=T.seconds, default=600.0, help="seconds for every wait (default 600)")
@@ -54,8 +54,8 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
                         help="the server's vLLM release, when neither its running pod nor its image tag says "
                              "(decides how the serving window is opened)")
         if name == "capture":
-            _window(kp)
-            _capture_options(kp)
+            add_window(kp)
+            add_capture_options(kp)
             kp.add_argument("--dry-run", action="store_true",
                             help="print the sister pod spec and every kubectl/helm step, change nothing")
             kp.add_argument("--from-manifest", metavar="FILE", type=T.path,
@@ -121,7 +121,7 @@ def _k8s_capture(a: argparse.Namespace) -> int:
     from ..k8s.dryrun import capture_plan
 
     req = K8sCaptureRequest(
-        namespace=a.namespace, target=a.deployment, plan=_plan(a), out=Path(a.out),
+        namespace=a.namespace, target=a.deployment, plan=plan_from(a), out=Path(a.out),
         command=("kernelscope", *sys.argv[1:]), tools_image=a.tools_image, ncu_home=a.ncu_home,
         ncu_in_image=a.ncu_in_image, pull_secret=a.pull_secret, release=a.release, container=a.container,
         entrypoint=a.entrypoint, strategy=a.strategy,
@@ -144,5 +144,5 @@ def _k8s_capture(a: argparse.Namespace) -> int:
     for line in result.failed:
         say(f"not captured: {line}")
     say(f"bundle written to {result.out}; the sister is removed")
-    emit(_analysis_text(app.analyze(app.AnalyzeRequest((Path(a.out),))), "table"))
+    emit(analysis_text(app.analyze(app.AnalyzeRequest((Path(a.out),))), "table"))
     return 1 if result.failed else 0

@@ -6,13 +6,13 @@ import argparse
 from typing import Any
 
 from .. import argtypes as T
-from .args import _format, _refuse, _sub
-from .output import _show, emit, say
+from .args import add_format, add_verb, refuse
+from .output import emit, formatted, say
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """kernels: how much to profile, the program's time, ncu."""
-    ki = _sub(sub, "kernels", "list every kernel PROGRAM (after --) runs: launches, GPU time, the --kernel that "
+    ki = add_verb(sub, "kernels", "list every kernel PROGRAM (after --) runs: launches, GPU time, the --kernel that "
               "selects each (one cheap ncu pass)", cmd_kernels,
               "kernelscope kernels -- python3 serve_step.py   # then: capture --kernel 'regex:...' from its table")
     ki.add_argument("--timed", type=T.positive, metavar="N",
@@ -21,14 +21,14 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     ki.add_argument("--timeout", type=T.seconds, default=1800.0, help="seconds the program may run (default 1800)")
     ki.add_argument("--ncu", type=T.path, help="ncu binary (default: ncu on PATH, then /usr/local/cuda/bin/ncu)")
     ki.add_argument("--dry-run", action="store_true", help="print the ncu command and run nothing")
-    _format(ki)
+    add_format(ki)
 
 
 def cmd_kernels(a: argparse.Namespace) -> int:
     from .. import app
     from ..report.listing import kernels_table
 
-    _refuse("kernels", ((a.dry_run and a.format, "--format", "--dry-run prints the ncu command that would list the "
+    refuse("kernels", ((a.dry_run and a.format, "--format", "--dry-run prints the ncu command that would list the "
                          "kernels, not a listing to format"),))
     result = app.kernels(a.target, a.ncu, a.timed, a.timeout, dry_run=a.dry_run, progress=say)
     if result.dry_run is not None:
@@ -38,5 +38,5 @@ def cmd_kernels(a: argparse.Namespace) -> int:
     doc = {"profiled_launches": result.profiled, "launch_cap": result.cap,
            "kernels": [{"name": r.name, "name_full": r.name_full, "launches": r.launches, "total_ns": r.total_ns,
                         "select": r.select, "select_matches": r.shared} for r in result.rows]}
-    emit(_show(table, a.format or "table", doc))
+    emit(formatted(table, a.format or "table", doc))
     return 0

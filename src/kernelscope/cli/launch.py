@@ -6,13 +6,13 @@ import argparse
 from typing import Any
 
 from .. import argtypes as T
-from .args import _sub
+from .args import add_verb
 from .output import emit, say
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """launch: the port, the hold, ncu."""
-    la = _sub(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
+    la = add_verb(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
               cmd_launch, "kernelscope launch -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152")
     la.add_argument("--port", type=T.port, help="base port (ncu default 49152)")
     la.add_argument("--hold-timeout", type=T.seconds, default=600.0,

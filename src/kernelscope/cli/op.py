@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .args import _sub
-from .capture import _capture_request, _local_capture_options, _plan, _print_capture
+from .args import add_verb
+from .capture import add_local_capture_options, capture_request, plan_from, print_capture
 from .output import say
 
 
@@ -14,11 +14,11 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """op: the harness's options (capture.harness), then the capture's."""
     from ..capture.harness import add_op_arguments
 
-    o = _sub(sub, "op", "single-op harness + capture of its main kernel", cmd_op,
+    o = add_verb(sub, "op", "single-op harness + capture of its main kernel", cmd_op,
              "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8")
     add_op_arguments(o)
     o.add_argument("--kernel", dest="op_kernel", help="override the op's kernel filter")
-    _local_capture_options(o)
+    add_local_capture_options(o)
 
 
 def cmd_op(a: argparse.Namespace) -> int:
@@ -26,5 +26,5 @@ def cmd_op(a: argparse.Namespace) -> int:
     from ..capture.harness import settle
 
     spec = settle(vars(a))
-    req = app.OpRequest(harness=spec, kernel=a.op_kernel, capture=_capture_request(a, _plan(a)))
-    return _print_capture(app.op(req, say))
+    req = app.OpRequest(harness=spec, kernel=a.op_kernel, capture=capture_request(a, plan_from(a)))
+    return print_capture(app.op(req, say))

@@ -38,7 +38,7 @@ def emit(text: str | bytes) -> None:
             out.write(text)
             out.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
     except OSError as exc:
         raise KernelscopeError(f"cannot write to stdout ({exc.strerror or exc})") from exc
 
@@ -55,7 +55,7 @@ def emit_file(spool: IO[bytes]) -> None:
             emit(chunk)
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     """Point stdout at /dev/null so that nothing (not even the exit-time flush) writes to a pipe
     whose reader has gone."""
     try:
@@ -66,7 +66,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def _width() -> int | None:
+def terminal_width() -> int | None:
     """The width to fit: $COLUMNS, else the terminal's; piped with no $COLUMNS, no limit."""
     cols = os.environ.get("COLUMNS", "")
     if cols.isdigit() and int(cols) > 0:
@@ -82,13 +82,13 @@ def _colour() -> bool:
     return sys.stdout is not None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-def _ticker() -> Any:
+def ticker() -> Any:
     from ..report.progress import Ticker
 
     return Ticker(sys.stderr)
 
 
-def _show(table: Any, fmt: str, doc: Any = None) -> str:
+def formatted(table: Any, fmt: str, doc: Any = None) -> str:
     """A table model in the asked format (json: `doc`, the verb's own document)."""
     from ..report.table import render_csv, render_markdown, render_text
 
@@ -100,13 +100,13 @@ def _show(table: Any, fmt: str, doc: Any = None) -> str:
         return str(render_csv(table))
     if fmt == "markdown":
         return str(render_markdown(table))
-    return str(render_text(table, _width(), _colour()))
+    return str(render_text(table, terminal_width(), _colour()))
 
 
-def _analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
+def analysis_text(an: Any, fmt: str, per_launch: bool = False, details: bool = False) -> str:
     """The table or markdown view (json and csv are streamed by app.stream_results)."""
     from ..report import markdown, terminal
 
     if fmt == "markdown":
         return markdown.analysis(an.items, an.headline(), an.labels(), per_launch)
-    return terminal.render(an.items, an.headline(), an.labels(), _width(), _colour(), details, per_launch)
+    return terminal.render(an.items, an.headline(), an.labels(), terminal_width(), _colour(), details, per_launch)

@@ -7,25 +7,25 @@ from pathlib import Path
 from typing import Any
 
 from .. import argtypes as T
-from .args import _analyze_request, _file_out, _per_launch, _reading, _refuse, _sub
-from .output import _ticker, say
+from .args import add_per_launch, add_reading, add_verb, analyze_request, file_out, refuse
+from .output import say, ticker
 
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """report, then roofline."""
-    r = _sub(sub, "report", "self-contained HTML report (opens offline)", cmd_report,
+    r = add_verb(sub, "report", "self-contained HTML report (opens offline)", cmd_report,
              "kernelscope report bundles/gemm --out report.html")
     _figure_options(r, "the HTML file to write (e.g. report.html)")
     r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
 
-    ro = _sub(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline,
+    ro = add_verb(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline,
               "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf")
     _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
 
 
 def _figure_options(p: argparse.ArgumentParser, what: str) -> None:
-    _reading(p)
-    _per_launch(p)
+    add_reading(p)
+    add_per_launch(p)
     p.add_argument("--title", help="title (default: device, model and metric set from the context)")
     p.add_argument("--out", required=True, type=T.path, help=what)
 
@@ -39,8 +39,8 @@ def _output(a: argparse.Namespace) -> Any:
 def cmd_report(a: argparse.Namespace) -> int:
     from .. import app
 
-    with _ticker() as tick:
-        out = app.report(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    with ticker() as tick:
+        out = app.report(analyze_request(a), file_out(a.out), _output(a), tick.step)
     say(f"wrote {out}")
     return 0
 
@@ -48,9 +48,9 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_roofline(a: argparse.Namespace) -> int:
     from .. import app
 
-    _refuse("roofline", ((a.achievable, "--achievable", "the plot draws the roofs of one ceilings file; to draw "
+    refuse("roofline", ((a.achievable, "--achievable", "the plot draws the roofs of one ceilings file; to draw "
                                                         "measured ones, give that file as --ceilings"),))
-    with _ticker() as tick:
-        out = app.roofline(_analyze_request(a), _file_out(a.out), _output(a), tick.step)
+    with ticker() as tick:
+        out = app.roofline(analyze_request(a), file_out(a.out), _output(a), tick.step)
     say(f"wrote {out}")
     return 0

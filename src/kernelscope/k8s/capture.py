@@ -28,7 +28,7 @@ from ..report_manifest import NcuFacts
 from ..serving import context_of, is_vllm, recognise, with_options, words
 from . import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE, sister
 from .findings import Inspection, Strategy
-from .inspect import inspect
+from .inspect import inspect, option
 from .kubectl import Kube, Step, check_name, ref
 from .manifest_file import load as load_manifest
 from .transport import PodTransport, Warmup
@@ -135,8 +135,6 @@ def _body(ins: Inspection, body: str | None) -> str:
     """vLLM's completions endpoint wants the served model name."""
     if body:
         return body
-    from .inspect import option
-
     args = [*ins.command, *ins.args]
     model = option(args, "--served-model-name") or option(args, "--model")
     if model is None and ins.command[-1:] == ["serve"] and ins.args:

@@ -91,7 +91,8 @@ def roof_pct(a: Assessment) -> float | None:
 def assess(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None = None, graph_mode: bool = False, *,
            capture: Capture | None = None, analytic: Analytic | None = None,
            measured: tuple[DeviceCeilings, str] | None = None, ceilings_origin: str | None = None) -> Assessment:
-    """The finished assessment of one launch: here, and only here, is a verdict decided. `serving`:
+    """The finished assessment of one launch, built here and nowhere else: the bound itself is picked
+    by bound.judge (which roofs may be named, in which order) from rules.py's lines. `serving`:
     the configuration the kernel was captured under (a vLLM server's flags), for the levers a user of
     that engine pulls; `graph_mode` (or a `capture` under `--graph-profiling graph`): ncu's durations
     of the launches outside the graphs are not theirs (bound.judge_graph_mode); `capture`: how it was

@@ -6,11 +6,7 @@ from typing import NamedTuple
 
 from ...ceilings import Ceiling, DeviceCeilings
 from ...model import KernelRecord
-
-# Precision classes below this share of a kernel's FLOPs do not need a ceiling of their own
-# (a GEMM's few fp32 epilogue ops must not make its %SoL unknown on a device whose fp32 peak
-# is unsourced); they are still counted in its FLOP totals.
-MINOR_SHARE = 0.01
+from ..rules import MINOR_SHARE
 
 
 class Placement(NamedTuple):

@@ -14,6 +14,7 @@ from ...ceilings import Ceiling, DeviceCeilings
 from ...model import KernelRecord, Limiter, LimiterKind
 from ..derive import arch, tensor_unseen
 from ..quantities import size
+from ..rules import LEADS_BY_PCT
 from .placement import Placement
 
 PIPE_NAMES: dict[str, str] = {
@@ -196,8 +197,6 @@ def sm_roofs(rec: KernelRecord) -> list[Limiter]:
                            f"issue slots busy {pct:.0f} % of elapsed cycles ({how})"))
     return out
 
-
-LEADS_BY_PCT = 10.0  # points ncu's Memory Throughput must lead every other unit by to name the memory side
 
 CAPTURE_NVLINK = ("capture it with --add nvlink (or ncu --set full) on a machine whose GPUs reach its peers over "
                   "NVLink")
