@@ -11,7 +11,7 @@ import pytest
 import kernelscope
 from kernelscope import catalogue as C
 from kernelscope.analysis.derive import derive
-from kernelscope.analysis.levers import PULLABLE
+from kernelscope.analysis.levers.common import PULLABLE
 from kernelscope.analysis.provenance import classify
 from kernelscope.analysis.verdict import assess
 from kernelscope.analysis.verdict.bound import boundary

@@ -10,7 +10,7 @@ import pytest
 
 import kernelscope
 from kernelscope.analysis.frontier import frontier
-from kernelscope.analysis.levers import MEASURED_SAME_SHAPE
+from kernelscope.analysis.levers.gemm import MEASURED_SAME_SHAPE
 from kernelscope.analysis.rules import RAMP_FLOOR_NS, ramp_floor_ns
 from kernelscope.analysis.verdict import assess
 from kernelscope.ceilings import load as load_ceilings

@@ -23,19 +23,8 @@ from __future__ import annotations
 from ...model import Lever
 from ..rules import Facts, ramp_floor_ns
 from . import attention, capture, collectives, elementwise, gemm, launch, source
-from .attention import FP8_KV
 from .collectives import COMMUNICATION_LEVERS
-from .common import NSYS, PULLABLE, ROOFLINE, SIZED_FROM_PCT, STALLS, TORCH_FAMILIES, LeverRule, mb, took, unsized
-from .elementwise import COPY, FP32_DATA, HALF_DATA, RNG, STREAM_WORTH_X
-from .gemm import FUSED_MOE, MEASURED_SAME_SHAPE, SDPA_BACKENDS
-from .launch import COMBINE, GRAPH_WORTH_NS, SPLIT_COMBINE, SPLIT_K
-
-__all__ = [
-    "COMBINE", "COMMUNICATION_LEVERS", "COPY", "FALLBACK", "FP8_KV", "FP32_DATA", "FUSED_MOE", "GRAPH_WORTH_NS",
-    "HALF_DATA", "LEVERS", "MEASURED_SAME_SHAPE", "NSYS", "PULLABLE", "RNG", "ROOFLINE", "SAME_BYTES",
-    "SAVED_BY_GAIN", "SDPA_BACKENDS", "SIZED_FROM_PCT", "SPLIT_COMBINE", "SPLIT_K", "STALLS", "STREAM_WORTH_X",
-    "TORCH_FAMILIES", "WORTH_X", "LeverRule", "levers", "saved_fraction",
-]
+from .common import NSYS, PULLABLE, LeverRule, mb, took, unsized
 
 WORTH_X = 1.05  # a lever sized to gain less than this is not offered
 
