@@ -11,7 +11,7 @@ import pytest
 
 import kernelscope
 from kernelscope.ceilings import DeviceFacts, architectures, load
-from kernelscope.ceilings.derive import derive
+from kernelscope.ceilings.from_report import derive
 from kernelscope.cli import main
 from kernelscope.ingest import iter_inputs, report_manifest
 

@@ -242,12 +242,12 @@ def test_generated_sections_are_what_the_code_makes(doc: str, name: str) -> None
 
 def test_the_lines_the_verdicts_use_are_the_codes() -> None:
     """Each `| ... | value | `module.NAME` |` row of explanation.md holds the constant's value."""
-    modules = r"rules|levers(?:\.\w+)?|verdict\.roofs|verdict\.placement|verdict\.bound|derive"
+    modules = r"rules|levers(?:\.\w+)?|verdict\.roofs|verdict\.placement|verdict\.bound|from_report"
     rows = re.findall(rf"^\|[^|\n]*\| ([^|\n]*) \| `({modules})\.([A-Z_]+)` \|$",
                       (DOCS / "explanation.md").read_text(), re.M)
     assert len(rows) >= 10, rows
     for value, module, name in rows:
-        where = "ceilings.derive" if module == "derive" else f"analysis.{module}"
+        where = "ceilings.from_report" if module == "from_report" else f"analysis.{module}"
         actual = getattr(importlib.import_module(f"kernelscope.{where}"), name)
         shown = float(re.search(r"-?[\d,]*\.?\d+", value).group().replace(",", ""))  # type: ignore[union-attr]
         assert shown == pytest.approx(actual), (name, value, actual)

@@ -191,7 +191,7 @@ DEVICE_NAME = _c("device__attribute_display_name", "launch", "device")
 COMPUTE_CAPABILITY = _c("device__attribute_compute_capability_major", "launch", "flops (counter names by arch)")
 MAX_SM_CLOCK_KHZ = _c("device__attribute_max_gpu_frequency_khz", "launch", "limiter (clock cap)")
 MAX_MEM_CLOCK_KHZ = _c("device__attribute_max_mem_frequency_khz", "launch", "a bare report's context (memory clock)")
-# The device as ncu records it with every launch: what ceilings/derive.py turns into roofs for a GPU
+# The device as ncu records it with every launch: what ceilings/from_report.py turns into roofs for a GPU
 # no datasheet entry names, and checks a datasheet entry against
 _ATTR = "device__attribute_"
 CC_MINOR = _c(f"{_ATTR}compute_capability_minor", "launch", "ceilings (architecture)")

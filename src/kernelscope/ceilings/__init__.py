@@ -1,7 +1,7 @@
 """Speed-of-light ceilings: the packaged datasheet file, a user's override, and the device a launch
 ran on. A device is found by its name in a datasheet entry (held against what its report's
-attributes derive), else its roofs are derived from those attributes (ceilings/derive.py), else, for
-an export that names no device, by its compute capability and SM count."""
+attributes derive), else its roofs are derived from those attributes (ceilings/from_report.py),
+else, for an export that names no device, by its compute capability and SM count."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import CeilingsError, InputError, KernelscopeError
 from ..files import load_yaml, parse_packaged_yaml
 from ..model import in_range
-from .derive import DeviceFacts, architectures, checked, derive, fits, same_roofs, spec_of, unidentified
+from .from_report import DeviceFacts, architectures, checked, derive, fits, same_roofs, spec_of, unidentified
 from .model import PRECISION_CEILING, Arch, Ceiling, DeviceCeilings, LinkCeiling, PathRoof
 
 __all__ = ["PRECISION_CEILING", "Arch", "Ceiling", "CeilingsFile", "DeviceCeilings", "DeviceFacts", "LinkCeiling",
@@ -31,7 +31,7 @@ class CeilingsFile:
     devices: Mapping[str, DeviceCeilings]
     _found: dict[tuple[str | None, str | None, DeviceFacts | None], DeviceCeilings] = field(
         default_factory=dict, compare=False, repr=False)  # one lookup a device, not a launch
-    packaged: bool = False  # the packaged datasheet: its gaps are filled from the report (derive.checked)
+    packaged: bool = False  # the packaged datasheet: its gaps are filled from the report (from_report.checked)
 
     def pick(self, device_name: str | None, hw_key: str | None = None,
              facts: DeviceFacts | None = None) -> DeviceCeilings:

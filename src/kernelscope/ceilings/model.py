@@ -1,5 +1,5 @@
 """The plain data of ceilings: a roof with its source and clock, a device's roofs, an architecture's
-per-SM rates. Read by ceilings/__init__.py (datasheet files) and ceilings/derive.py (report attributes)."""
+per-SM rates. Read by ceilings/__init__.py (datasheet files) and ceilings/from_report.py (report attributes)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Ceiling:
     source: str
     clock_hz: float | None = None  # the clock the figure is computed at; None: not sourced
     clock_source: str = ""
-    check: str = ""  # a datasheet figure against the one the report's attributes derive (ceilings/derive.py)
+    check: str = ""  # a datasheet figure against the one the report's attributes derive (ceilings/from_report.py)
     derive: bool = True  # False: a report's attributes must not fill it (the part differs from its architecture)
     agrees: bool | None = None  # None: not checked
 

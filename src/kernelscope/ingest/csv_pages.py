@@ -362,7 +362,7 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
 
 def _with_cc(metrics: dict[str, float], cc: str) -> dict[str, float]:
     """The details page's "CC" column ("9.0") as the compute-capability attributes a report holds:
-    with the "# SMs" row, what tells the device of an export that names none (ceilings/derive.py)."""
+    with the "# SMs" row, what tells the device of an export that names none (ceilings/from_report.py)."""
     major, dot, minor = cc.partition(".")
     if dot and major.isdigit() and minor.isdigit() and len(cc) <= 6:
         metrics.setdefault(C.COMPUTE_CAPABILITY, float(major))
