@@ -1,6 +1,8 @@
 """The one column spec for a kernel: the JSON kernel object, CSV and Parquet columns, campaign
 cells, the table and diff views, `diff --fail-on` gates and `kernel_internals` all take a figure's
-name, kind, unit, doc, label and value from its one declaration here. Where a figure comes from
+name, kind, unit, doc, label and value from its one declaration here; a view only chooses which
+figures it shows, by name (report/kernels.TABLE_FIGURES, report/diff.COMPARED, report/join.JOINED),
+and a test fails when it names one not declared here. Where a figure comes from
 (its sources as formulas over counters) is declared beside its name in catalogue.FIGURES, or, for a
 figure made from other figures (a ratio, a total), in analysis/derive.FROM_FIGURES; a test holds
 them together.
