@@ -12,7 +12,7 @@ import pytest
 
 import kernelscope
 from kernelscope.errors import InputError
-from kernelscope.ingest import ncu_rep, read_inputs
+from kernelscope.ingest import iter_inputs, ncu_rep
 from kernelscope.ingest.names import short_name
 from kernelscope.ingest.units import parse_number, unit_factor
 
@@ -76,7 +76,7 @@ def test_format_is_detected_by_content_not_name(fx: Path, tmp_path: Path) -> Non
 
 
 def test_several_inputs_merge_in_order(fx: Path) -> None:
-    raws = read_inputs([fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv", fx / "softmax.ncu-rep.gz"])
+    raws = list(iter_inputs([fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv", fx / "softmax.ncu-rep.gz"]))
     assert [r.name for r in raws] == [
         "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
         "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT",
@@ -144,7 +144,7 @@ def test_a_report_whose_name_is_not_utf8_is_read(fx: Path, tmp_path: Path, monke
 
 def test_a_report_read_for_its_context_then_its_launches_loads_each_launch_once(
         fx: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """report_manifest (its context: the first launches' names) then read_inputs (its launches): the
+    """report_manifest (its context: the first launches' names) then iter_inputs (its launches): the
     launches the first loaded are handed to the second, not loaded again (ncu_report loads a launch
     each time it is asked, ~0.5-2 ms each, and never frees one; bench/scale.py), nor loaded again when the
     file is read again. A file changed in between is read anew."""
@@ -157,11 +157,11 @@ def test_a_report_read_for_its_context_then_its_launches_loads_each_launch_once(
     report = tmp_path / "r.ncu-rep"
     shutil.copy(fx / "decode_gemm.ncu-rep", report)
     manifest = report_manifest(report)
-    launches = read_inputs([report])
+    launches = list(iter_inputs([report]))
     assert manifest is not None and launches and len(asked) == len(launches)  # each loaded once
     asked.clear()
-    assert read_inputs([report]) == launches and not asked  # read again, unchanged: nothing loaded again
-    assert [k.name for k in launches] == [k.name for k in read_inputs([fx / "decode_gemm.ncu-rep"])]
+    assert list(iter_inputs([report])) == launches and not asked  # read again, unchanged: nothing loaded again
+    assert [k.name for k in launches] == [k.name for k in iter_inputs([fx / "decode_gemm.ncu-rep"])]
     os.utime(report, ns=(1, 1))  # changed (its mtime): nothing kept is used
     asked.clear()
-    assert len(read_inputs([report])) == len(launches) and len(asked) == len(launches)
+    assert len(list(iter_inputs([report]))) == len(launches) and len(asked) == len(launches)

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -310,10 +310,6 @@ def expand(paths: Inputs) -> list[Path]:
 
 
 def iter_inputs(paths: Inputs) -> Iterator[RawKernel]:
+    """Every launch of every input, in input order, one at a time."""
     for path in expand(paths):
         yield from iter_file(path)
-
-
-def read_inputs(paths: Iterable[str | Path]) -> list[RawKernel]:
-    """Every launch of every input, in input order."""
-    return list(iter_inputs(list(paths)))
