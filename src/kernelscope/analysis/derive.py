@@ -131,10 +131,6 @@ def tensor_unseen(m: Mapping[str, float], tensor_pipe_pct: float | None, missing
     return f"tensor FLOP not collected ({counters}) and nothing in the report says whether the tensor cores ran"
 
 
-# The figures derive() makes from other figures, not from counters (catalogue.FIGURES holds those), as
-# it computes them and by the names outputs give them (the record's flops_total is `flops.total`):
-# docs/reference.md's table of sources lists them, and a test holds every figure a record measures
-# to one of the two
 # Ratio figures: numerator / (denominator x scale), by their column names; a zero denominator makes
 # the figure undefined, not unmeasured. Computed, declared and documented from this one table.
 RATIOS: dict[str, tuple[str, str, float]] = {
@@ -143,6 +139,10 @@ RATIOS: dict[str, tuple[str, str, float]] = {
     "achieved_dram_tbps": ("dram_bytes", "duration_ns", 1e3),  # B/ns / 1e3 = TB/s
 }
 FIELD_OF = {"flops.total": "flops_total"}  # a column whose record field is named otherwise
+# The figures derive() makes from other figures, not from counters (catalogue.FIGURES holds those), as
+# it computes them and by the names outputs give them (the record's flops_total is `flops.total`):
+# docs/reference.md's table of sources lists them, and a test holds every figure a record measures
+# to one of the two
 FROM_FIGURES: dict[str, str] = {
     "flops.total": "sum of `flops.*`; null while a class was not collected and the others counted none, or while "
                    "the tensor cores may have run uncounted",
