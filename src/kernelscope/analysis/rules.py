@@ -8,6 +8,7 @@ issue slots, L2 only when it serves reuse) and the order a latency verdict is to
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Literal, NamedTuple
@@ -309,6 +310,7 @@ LIMITERS: tuple[LimiterRule, ...] = (
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a launch's levers ask it for the same bytes 3-4 times
 def ramp_floor_ns(moved: float | None, hw_key: str) -> float | None:
     """The measured launch-and-ramp floor for a kernel moving `moved` DRAM bytes on this device
     (rules.RAMP_FLOOR_NS, log-log between the measured points); the near-empty kernel's time under
