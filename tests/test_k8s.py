@@ -178,8 +178,7 @@ def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFi
     """The vLLM deployment carries --api-key in its args, OPENAI_API_KEY as a literal env value and
     HF_TOKEN by secretKeyRef: none of the three values may appear in any printout."""
     secrets = ("sk-live-do-not-leak", "sk-literal-do-not-leak", "hf_secretvalue_do_not_leak")
-    kube = Kube(NS)
-    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)  # the deployment is there
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)  # the deployment is there
     assert ins.container == "vllm"
     assert main(["k8s", "inspect", "-n", NS, "deploy/llama"]) == 0
     assert main(["k8s", "capture", "-n", NS, "deploy/llama", "--kernel", "regex:nvjet", "--out", "/tmp/never",
@@ -196,8 +195,7 @@ def test_no_secret_in_inspect_or_dry_run(cluster: None, capsys: pytest.CaptureFi
 
 
 def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path: Path) -> None:
-    kube = Kube(NS)
-    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
     opts = sister.SisterOptions(release="ks-llama-1", capture_id="c0ffee", pull_secret="tools-pull", ttl_s=1800)
     vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", "--launch-count", "1", *ins.serving_command(None)],
                          now=1_000_000)
@@ -240,8 +238,7 @@ def test_sister_is_the_template_copied_whole_and_patched(cluster: None, tmp_path
 
 
 def test_chart_renders_hostile_values_as_data(cluster: None, tmp_path: Path) -> None:
-    kube = Kube(NS)
-    ins = inspect(kube, "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
+    ins = inspect(Kube(NS), "deploy/llama", sister.DEFAULT_TOOLS_IMAGE)
     hostile = 'x"\n    privileged: true\n  - name: evil\n    image: "{{ .Release.Name }}'
     opts = sister.SisterOptions(release="ks-h", capture_id="c1", ncu_home=hostile, tools_image=hostile)
     vals = sister.values(ins, opts, ["/kernelscope/ncu/ncu", hostile])
