@@ -27,6 +27,7 @@ docs/hopper-measurements.md §1-2): read when a Blackwell report holds them, nev
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 Group = Literal["roofline", "stalls", "sol", "full", "nvlink", "launch", "blackwell", "foreign"]
@@ -299,7 +300,8 @@ def _stall_shares(*ratios: float) -> dict[str, float] | None:
     total = sum(ratios)
     if total <= 0:
         return None
-    return {r: 100 * v / total for r, v in sorted(zip(STALL_REASONS, ratios, strict=True), key=lambda kv: -kv[1])}
+    by_share = sorted(zip(STALL_REASONS, ratios, strict=True), key=itemgetter(1), reverse=True)  # ties: table order
+    return {r: 100 * v / total for r, v in by_share}
 
 
 def _stall_shares_no_gmma(*ratios: float) -> dict[str, float] | None:

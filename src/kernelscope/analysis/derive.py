@@ -7,8 +7,9 @@ is None with a note; one that does not apply (0/0) is None without being unmeasu
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .. import catalogue as C
@@ -34,32 +35,53 @@ class Figures(NamedTuple):
     not_applicable: frozenset[str]
 
 
-# a source's needs: the counters it reads (a set, checked in one C call), and whether it also reads a figure above it
-Plan = tuple[tuple[str, tuple[tuple[C.Source, frozenset[str], bool], ...]], ...]
+class Plan(NamedTuple):
+    """How one architecture's figures are had from one set of counters: worked out once a set (a
+    report's launches share theirs), not a launch (~300 checks and ~60 figure steps a launch)."""
+
+    copied: tuple[str, ...]  # figures whose first source held is the one counter itself, read in one C call
+    counters: Callable[[Mapping[str, float]], tuple[float, ...]]  # those counters' values, in that order
+    copied_from: dict[str, C.Source]  # their sources
+    labels: dict[str, str]  # the labels of those not from their figure's first source
+    # every other figure with its sources whose counters are held, each with its place among the figure's
+    # sources (a label is kept for any but the first) and whether it also reads a figure above it
+    rest: tuple[tuple[str, tuple[tuple[int, C.Source, bool], ...]], ...]
 
 
-@functools.cache
-def _plan(names: C.Arch) -> Plan:
-    """Each figure with the sources this architecture reads, in order, and what each needs: taken
-    once, not a launch (~300 checks a launch otherwise)."""
-    figures = frozenset(C.FIGURE_NAMES)
-    return tuple((fig.name, tuple((src, frozenset(src.needs) - figures, not figures.isdisjoint(src.needs))
-                                  for src in fig.sources if src.arch is None or src.arch == names))
-                 for fig in C.FIGURES)
+# each figure's place in the catalogue: what a plan gives in two parts is put back in this order
+RANK = {name: i for i, name in enumerate(C.FIGURE_NAMES)}
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(names: C.Arch, held: tuple[str, ...]) -> Plan:
+    """The plan for the counters `held` (a launch's counter names, as a hashable key)."""
+    figures, have = frozenset(C.FIGURE_NAMES), frozenset(held)
+    copied: dict[str, tuple[int, C.Source]] = {}
+    rest = []
+    for fig in C.FIGURES:
+        ours = [(i, src, not figures.isdisjoint(src.needs)) for i, src in enumerate(
+            s for s in fig.sources if s.arch is None or s.arch == names) if have >= frozenset(src.needs) - figures]
+        if ours and ours[0][1].formula is float and not ours[0][2]:  # `_one`: never None, nor NA
+            copied[fig.name] = ours[0][0], ours[0][1]
+        elif ours:
+            rest.append((fig.name, tuple(ours)))
+    counters = [src.needs[0] for _, src in copied.values()]
+    return Plan(tuple(copied), itemgetter(*counters) if len(counters) > 1 else lambda m: tuple(m[c] for c in counters),
+                {f: src for f, (_, src) in copied.items()}, {f: src.label for f, (i, src) in copied.items() if i},
+                tuple(rest))
 
 
 def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | None = None) -> Figures:
     """Each figure from the first of its sources (for this architecture) whose counters and figures are
     all present and whose formula can tell (catalogue.FIGURES); derive nulls those out of range.
     `used`, when given, is told the source each figure came from (a multiplexed launch's attribution)."""
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
+    plan = _plan(names, tuple(m))
+    values: dict[str, Any] = dict(zip(plan.copied, map(float, plan.counters(m)), strict=True))
+    sources = dict(plan.labels)
     na: set[str] = set()
-    held = m.keys()
-    for name, plan in _plan(names):
-        for i, (src, counters, by_figure) in enumerate(plan):
-            if not held >= counters:
-                continue
+    computed: dict[str, C.Source] = {}
+    for name, ours in plan.rest:
+        for i, src, by_figure in ours:
             if by_figure:
                 if not all(n in values or n in m for n in src.needs):
                     continue
@@ -71,12 +93,19 @@ def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | 
                 break
             if value is not None:
                 values[name] = value
-                if used is not None:
-                    used[name] = src
+                computed[name] = src
                 if i:
                     sources[name] = src.label
                 break
+    if len(sources) > len(plan.labels) > 0:
+        sources = _ranked(sources)
+    if used is not None:
+        used.update(_ranked({**plan.copied_from, **computed}))
     return Figures(values, sources, frozenset(na))
+
+
+def _ranked(by_figure: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(by_figure.items(), key=lambda kv: RANK[kv[0]]))
 
 
 @functools.cache

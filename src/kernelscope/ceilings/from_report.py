@@ -71,10 +71,9 @@ class DeviceFacts:
         peaks = tuple((op, metrics[n]) for op, n in C.PEAK_OPS.items() if metrics.get(n))
         if metrics.get(C.PEAK_DRAM_BYTES):
             peaks += (("dram", metrics[C.PEAK_DRAM_BYTES]),)
-        facts = cls(name or None, cc, whole(C.SM_COUNT), khz * 1e3 if khz else None,
-                    mem_khz * 1e3 if mem_khz else None, whole(C.BUS_WIDTH),
-                    None if not dram else int(round(dram / 1e7)) * 10, peaks)
-        return None if facts == cls(name or None, None, None, None, None, None, None) else facts
+        recorded = (cc, whole(C.SM_COUNT), khz * 1e3 if khz else None, mem_khz * 1e3 if mem_khz else None,
+                    whole(C.BUS_WIDTH), None if not dram else int(round(dram / 1e7)) * 10)
+        return cls(name or None, *recorded, peaks) if peaks or any(x is not None for x in recorded) else None
 
     @property
     def memory_kind(self) -> str:

@@ -175,14 +175,14 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
     """The wanted fields of one raw row in base units, and the names of those out of range raw or
     scaled (corruption: model.in_range), which are left out. An empty field was not collected, a
     number may carry thousands separators. The common row goes through C loops only (join, replace,
-    split, map, fsum, min: model.all_in_range): ~90 fields a row, the hot loop of a large export."""
+    split, map, sum, min: model.all_in_range): ~90 fields a row, the hot loop of a large export."""
     kept = list(filter(None, texts))
     if len(kept) < len(texts):
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
     joined = _JOIN.join(kept)  # ncu writes thousands separators: drop them all in one pass, once checked
     values: list[float | None] | None = None
     if "_" not in joined and ("," not in joined or not BAD_COMMA.search(joined)):
-        parts = (joined.replace(",", "") if "," in joined else joined).split(_JOIN)
+        parts = joined.replace(",", "").split(_JOIN) if "," in joined else kept
         try:
             values = list(map(float, parts)) if len(parts) == len(kept) else None
         except ValueError:

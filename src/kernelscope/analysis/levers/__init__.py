@@ -20,7 +20,7 @@ LEVERS below gathers them in one order: ranking ties keep it (levers() sorts sta
 
 from __future__ import annotations
 
-from ...model import Lever
+from ...model import Lever, ProvenanceKind
 from ..rules import Facts, ramp_floor_ns
 from . import attention, capture, collectives, elementwise, gemm, launch, source
 from .collectives import COMMUNICATION_LEVERS
@@ -70,6 +70,13 @@ LEVERS: tuple[LeverRule, ...] = (
     gemm.USE_TENSOR_CORES,
     capture.RECAPTURE_STALLS,
 )
+
+# The rules tried on a kernel, by its owner and whether it is a collective: those the owner can pull, and
+# for a collective (not tuned like a GEMM or a stream) only the levers on the collective itself
+TRIED: dict[tuple[ProvenanceKind, bool], tuple[LeverRule, ...]] = {
+    (kind, communication): tuple(r for r in LEVERS if r.family in families
+                                 and (not communication or r.name in COMMUNICATION_LEVERS))
+    for kind, families in PULLABLE.items() for communication in (False, True)}
 
 # When nothing the owner can pull fired, the levers outside the kernel are left.
 FALLBACK = LeverRule(
@@ -124,9 +131,7 @@ def levers(f: Facts) -> tuple[Lever, ...]:
     """The rules that fire and that the kernel's owner can pull, best first: by saved fraction /
     cost, the order the frontier ranks them in within one kernel (frontier.py), so a kernel's first
     lever is the one the frontier puts first for it."""
-    # a collective is not tuned like a GEMM or a stream: only the levers on the collective itself
-    fired = [r for r in LEVERS if r.family in PULLABLE[f.prov.kind] and r.when(f)
-             and (not f.communication or r.name in COMMUNICATION_LEVERS)]
+    fired = [r for r in TRIED[f.prov.kind, f.communication] if r.when(f)]
     sized = [(r, r.unlock(f)) for r in fired]
     bounded = [(r, raw, _within_floor(f, raw) if r.family in SAME_BYTES else raw) for r, raw in sized]
     kept = [(r, raw, x) for r, raw, x in bounded if x is None or x >= WORTH_X] or [(FALLBACK, None, None)]

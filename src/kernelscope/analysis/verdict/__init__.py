@@ -136,7 +136,7 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
     `capture` kept beside them."""
     p = place(rec, dev)
     stalls = rec.warp_stalls or {}
-    top = max(stalls, key=lambda k: stalls[k]) if stalls else None
+    top = max(stalls, key=stalls.__getitem__) if stalls else None
     why = unsettled(rec, p)
     roofs = candidates(rec, dev, p, provisional=why is not None)
     category = categorize(rec.name, rec.name_full)[0]
