@@ -7,6 +7,7 @@ to its link instead (nvlink_roof): the link's rate is its own, with no clock to 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ... import catalogue as C
@@ -172,27 +173,29 @@ def memory_busy_roof(rec: KernelRecord) -> Limiter | None:
                    "not a bandwidth)")
 
 
-def _elapsed(pct_active: float, rec: KernelRecord) -> tuple[float, str]:
-    """A per-active-cycle share as a share of elapsed cycles, like the memory roofs."""
-    if rec.sm_active_pct is None:
-        return pct_active, f"{pct_active:.0f} % of SM-active cycles (SM-active share not collected)"
-    how = f"{pct_active:.0f} % of active cycles, SM active {rec.sm_active_pct:.{0 if rec.sm_active_pct >= 1 else 1}f} %"
-    return pct_active * rec.sm_active_pct / 100, how
+def _elapsed(active: float | None) -> Callable[[float], tuple[float, str]]:
+    """A per-active-cycle share as a share of elapsed cycles, like the memory roofs, given the
+    launch's SM-active share (its words made once a launch, not once a pipe)."""
+    if active is None:
+        return lambda pct: (pct, f"{pct:.0f} % of SM-active cycles (SM-active share not collected)")
+    said = f"SM active {active:.{0 if active >= 1 else 1}f} %"
+    return lambda pct: (pct * active / 100, f"{pct:.0f} % of active cycles, {said}")
 
 
 def sm_roofs(rec: KernelRecord) -> list[Limiter]:
     """Each pipe and the issue slots. The tensor pipe gives way to the tensor FLOP roof when tensor
     work was counted: a pinned pipe is not peak FLOP on the mma.sync path (docs/hopper-measurements.md §1)."""
     tensor_work = any(v for k, v in (rec.flops or {}).items() if k.startswith("tensor_"))
+    elapsed = _elapsed(rec.sm_active_pct)
     out = []
     for pipe, busy in (rec.pipe_busy or {}).items():
         if pipe == "tensor" and tensor_work:
             continue
-        pct, how = _elapsed(busy, rec)
+        pct, how = elapsed(busy)
         out.append(Limiter("pipe", C.PIPES.get(pipe, C.TENSOR_PIPE), PIPE_NAMES.get(pipe, pipe), pct, None, None,
                            f"{PIPE_NAMES.get(pipe, pipe)} busy {pct:.0f} % of elapsed cycles ({how})"))
     if rec.issue_active_pct is not None:
-        pct, how = _elapsed(rec.issue_active_pct, rec)
+        pct, how = elapsed(rec.issue_active_pct)
         out.append(Limiter("issue", C.ISSUE_ACTIVE, "issue slots", pct, None, None,
                            f"issue slots busy {pct:.0f} % of elapsed cycles ({how})"))
     return out
