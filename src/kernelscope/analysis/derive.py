@@ -44,8 +44,9 @@ class Plan(NamedTuple):
     copied_from: dict[str, C.Source]  # their sources
     labels: dict[str, str]  # the labels of those not from their figure's first source
     # every other figure with its sources whose counters are held, each with its place among the figure's
-    # sources (a label is kept for any but the first) and whether it also reads a figure above it
-    rest: tuple[tuple[str, tuple[tuple[int, C.Source, bool], ...]], ...]
+    # sources (a label is kept for any but the first), and whether it also reads a figure above it, else
+    # its counters' values in one C call
+    rest: tuple[tuple[str, tuple[tuple[int, C.Source, bool, Callable[[Mapping[str, float]], Any]], ...]], ...]
 
 
 # each figure's place in the catalogue: what a plan gives in two parts is put back in this order
@@ -59,16 +60,22 @@ def _plan(names: C.Arch, held: tuple[str, ...]) -> Plan:
     copied: dict[str, tuple[int, C.Source]] = {}
     rest = []
     for fig in C.FIGURES:
-        ours = [(i, src, not figures.isdisjoint(src.needs)) for i, src in enumerate(
+        ours = [(i, src, not figures.isdisjoint(src.needs), _getter(src.needs)) for i, src in enumerate(
             s for s in fig.sources if s.arch is None or s.arch == names) if have >= frozenset(src.needs) - figures]
         if ours and ours[0][1].formula is float and not ours[0][2]:  # `_one`: never None, nor NA
             copied[fig.name] = ours[0][0], ours[0][1]
         elif ours:
             rest.append((fig.name, tuple(ours)))
-    counters = [src.needs[0] for _, src in copied.values()]
-    return Plan(tuple(copied), itemgetter(*counters) if len(counters) > 1 else lambda m: tuple(m[c] for c in counters),
+    return Plan(tuple(copied), _getter(tuple(src.needs[0] for _, src in copied.values())),
                 {f: src for f, (_, src) in copied.items()}, {f: src.label for f, (i, src) in copied.items() if i},
                 tuple(rest))
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, float]], tuple[float, ...]]:
+    """The values of `names` as a tuple, in one C call (itemgetter of one name gives no tuple)."""
+    if len(names) > 1:
+        return itemgetter(*names)
+    return (lambda m: (m[names[0]],)) if names else (lambda m: ())
 
 
 def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | None = None) -> Figures:
@@ -81,13 +88,13 @@ def evaluate(m: Mapping[str, float], names: C.Arch, used: dict[str, C.Source] | 
     na: set[str] = set()
     computed: dict[str, C.Source] = {}
     for name, ours in plan.rest:
-        for i, src, by_figure in ours:
+        for i, src, by_figure, counters in ours:
             if by_figure:
                 if not all(n in values or n in m for n in src.needs):
                     continue
                 value = src.formula(*(values[n] if n in values else m[n] for n in src.needs))
             else:
-                value = src.formula(*[m[n] for n in src.needs])
+                value = src.formula(*counters(m))
             if value is C.NA:
                 na.add(name)
                 break
