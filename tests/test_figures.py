@@ -173,3 +173,23 @@ def test_blackwell_counter_names_and_fp4_class() -> None:
     hopper = one(Path(__file__).parent / "fixtures", "gemm_bf16.ncu-rep")
     assert hopper.flops_missing == () and "tensor_fp4" not in (hopper.flops or {})  # no fp4 class on Hopper
 
+
+
+def test_figures_from_later_sources_keep_catalogue_order_and_each_counter_set_its_own_plan() -> None:
+    """derive plans a figure's sources once per counter set: figures read straight from a counter and
+    figures computed are had in two passes, yet `sources` lists them in the catalogue's order, and a
+    launch holding other counters is planned for its own."""
+    from kernelscope import catalogue as C
+    from kernelscope.analysis.derive import derive
+    from kernelscope.model import RawKernel
+
+    # the SM clock from SpeedOfLight's cycles over the duration (computed, 3rd source), DRAM bytes as one sum
+    # (copied, 3rd) and SM-active over SpeedOfLight's elapsed cycles (computed, 2nd): the copied one is had
+    # first, yet the order is the catalogue's, sm_clock_hz, dram_bytes, sm_active_pct
+    m = {C.DURATION: 1e4, C.GPC_CYCLES_MAX: 1.7e4, C.DRAM_SUM: 3.2e6, C.SM_CYCLES_ACTIVE: 4e3, C.GPC_CYCLES: 1.6e4}
+    first, again = (derive(RawKernel("synthetic", i, "k", "k", None, None, None, dict(m))) for i in (0, 1))
+    assert list(first.sources) == ["sm_clock_hz", "dram_bytes", "sm_active_pct"] == list(again.sources)
+    assert first.sources["sm_active_pct"] == f"100 x {C.SM_CYCLES_ACTIVE} / {C.GPC_CYCLES}"
+    assert (first.sm_clock_hz, first.dram_bytes, first.sm_active_pct) == (1.7e9, 3.2e6, 25.0)
+    other = derive(RawKernel("synthetic", 2, "k", "k", None, None, None, {**m, C.SM_CLOCK: 1.98e9}))
+    assert other.sm_clock_hz == 1.98e9 and list(other.sources) == ["dram_bytes", "sm_active_pct"]
