@@ -35,6 +35,14 @@ def whole(root: Path) -> str:
     return origin
 
 
+def staged(root: Path, proc: subprocess.Popen[str], before: set[str]) -> None:
+    """Wait until the import has made its staging folder, one not among `before` (or has ended)."""
+    cells, deadline = root / "k" / "cells", time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline \
+            and not any(p.name.startswith(".c1.") and p.name not in before for p in cells.iterdir()):
+        time.sleep(0.005)
+
+
 def test_kill_loop_never_loses_the_cell(tmp_path: Path) -> None:
     rng = random.Random(10)
     t0 = time.monotonic()
@@ -43,6 +51,7 @@ def test_kill_loop_never_loses_the_cell(tmp_path: Path) -> None:
     seen, interrupted = set(), 0
     for i in range(40):
         t0 = time.monotonic()
+        before = {p.name for p in (tmp_path / "k" / "cells").iterdir()}  # a killed import's staging stays a while
         proc = importer(tmp_path, SOURCES["bc"[i % 2]])
         if i % 10 == 9:  # one import in ten ends by itself: a cell to lose, and the time one takes under today's load
             assert proc.wait() == 0
@@ -51,8 +60,13 @@ def test_kill_loop_never_loses_the_cell(tmp_path: Path) -> None:
             continue
         sig = signal.SIGINT if i % 5 == 4 else signal.SIGKILL
         # SIGKILL anywhere; SIGINT mid-import, past Python's start-up (before its handler a SIGINT is
-        # a KeyboardInterrupt in the interpreter's own start, not ours to test)
-        time.sleep(rng.uniform(0.0, full * 1.2) if sig == signal.SIGKILL else rng.uniform(full * 0.5, full * 0.9))
+        # a KeyboardInterrupt in the interpreter's own start, not ours to test): once the import has made
+        # its staging, while it reads the report, however long start-up took under today's load
+        if sig == signal.SIGKILL:
+            time.sleep(rng.uniform(0.0, full * 1.2))
+        else:
+            staged(tmp_path, proc, before)
+            time.sleep(rng.uniform(0.0, full * 0.1))
         proc.send_signal(sig)
         code = proc.wait()
         err = proc.stderr.read() if proc.stderr else ""
