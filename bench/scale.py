@@ -17,6 +17,9 @@ package has them (this workplace sets PYTHONDONTWRITEBYTECODE, which would make 
 ~40 modules, ~50 ms); the ncu_report floor runs under the same settings. To measure another tree
 (the before column), point PYTHONPATH at its src/.
 
+This machine's speed moves by a third from hour to hour: to judge a change to the per-launch path,
+count it with bench/instructions.py, which does not move.
+
 Every analyze runs twice: `--jobs 1` (one process) and the default (a worker a core, which reads a
 large raw CSV or report in parts); the .ncu-rep line also splits each side into its start-up and
 what it then spends a launch.
