@@ -14,8 +14,8 @@ from .output import analysis_text, emit, emit_file, say, ticker
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """analyze: the inputs, then how the kernels are shown or written."""
     a = add_verb(sub, "analyze", "per-kernel bound, %SoL and next lever from ncu reports", cmd_analyze,
-             "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
-             "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md")
+                 "kernelscope analyze tests/fixtures/gemm_bf16.ncu-rep tests/fixtures/decode_gemm.ncu-rep\n"
+                 "  kernelscope analyze report.ncu-rep --kernel regex:nvjet --format markdown >> pr-comment.md")
     add_reading(a)
     add_per_launch(a)
     add_format(a, "; json and csv hold every launch with every figure (--details and --per-launch are the table's)")

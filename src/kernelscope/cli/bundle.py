@@ -13,8 +13,8 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """bundle and its sub-verb kernel-internals."""
     bu = add_verb(sub, "bundle", "bundle tools", None, "kernelscope bundle kernel-internals bundles/gemm")
     ki = add_verb(bu.add_subparsers(dest="bundle_command", required=True), "kernel-internals",
-              "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals,
-              "kernelscope bundle kernel-internals bundles/gemm bundles/attn")
+                  "write kernel_internals into the bundle's inference_perfbench_v1.json", cmd_kernel_internals,
+                  "kernelscope bundle kernel-internals bundles/gemm bundles/attn")
     add_reading(ki, "bundle directories", " (each gets its own kernel_internals)", alias="--bundle")
 
 

@@ -14,7 +14,7 @@ from .output import emit, formatted, say, ticker
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """campaign and its four sub-verbs."""
     cp = add_verb(sub, "campaign", "campaigns of cells stored as plain files", None,
-              "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm")
+                  "kernelscope campaign import-ncu --campaign decode-h200 --cell-id c1 bundles/gemm")
     cp_sub = cp.add_subparsers(dest="campaign_command", required=True)
     for name, text, example in (
             ("import-ncu", "import bundles/.ncu-rep/CSV exports as a cell (idempotent)",

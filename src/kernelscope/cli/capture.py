@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # imported where used: `kernelscope --help` starts without th
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """capture: the window, the attach, ncu's switches, then the shared capture options."""
     c = add_verb(sub, "capture", "scoped ncu capture(s) into a bundle: ... -- PROGRAM ARGS, or --attach", cmd_capture,
-             "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py")
+                 "kernelscope capture --kernel regex:nvjet --launch-skip 3 --out bundles/gemm -- python3 step.py")
     add_window(c)
     c.add_argument("--attach", help="HOST:PORT of a process started with `kernelscope launch`")
     c.add_argument("--one-run", action="store_true",

@@ -14,10 +14,10 @@ from .output import emit, formatted
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """ceilings and its sub-verbs list and measure."""
     ce = add_verb(sub, "ceilings", "the speed-of-light ceilings: list them, or measure this GPU's", None,
-              "kernelscope ceilings list")
+                  "kernelscope ceilings list")
     ce_sub = ce.add_subparsers(dest="ceilings_command", required=True)
     ls = add_verb(ce_sub, "list", "every ceiling key with its value, unit, devices and source", cmd_ceilings_list,
-              "kernelscope ceilings list --format markdown")
+                  "kernelscope ceilings list --format markdown")
     ls.add_argument("--ceilings", type=T.path, help="a ceilings YAML file (default: the packaged datasheet one)")
     ls.add_argument("--for", dest="for_report", metavar="REPORT", type=T.path,
                     help="the ceilings a report's device is held to, each datasheet figure beside what the report's "
@@ -25,7 +25,8 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     ls.add_argument("--hw", help="with --for: the ceilings key to hold the report to instead of its device's")
     add_format(ls)
     m = add_verb(ce_sub, "measure", "measure achievable copy bandwidth and matmul peaks on this GPU (needs torch)",
-             cmd_measure, "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml")
+                 cmd_measure,
+                 "kernelscope ceilings measure --out h200.yaml   # then: analyze ... --achievable h200.yaml")
     m.add_argument("--out", default="measured-ceilings.yaml", type=T.path, help="the YAML file to write")
     m.add_argument("--hw", help="key for the measured entry (default: from the GPU name)")
 

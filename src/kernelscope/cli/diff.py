@@ -10,19 +10,21 @@ from .. import argtypes as T
 from .args import GATE_EXIT, add_format, add_judging, add_verb, analyze_request
 from .output import emit, formatted, ticker
 
+# how diff pairs kernels and reads their figures: its --help, under the options
+PAIRING = ("Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
+           "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
+           "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"
+           "(%) for the rest, and as each gate reads it. Columns show time, the gated figures and those\n"
+           "that moved by 1 % or more. The figures both sides measured are compared and those one side\n"
+           "lacks are listed; a different device, shapes or model is refused (--allow-mismatch).\n"
+           "A gate that could not be evaluated (a side did not measure its figure) has failed.\n")
+
 
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """diff: the two sides, the selection and ceilings, the gates."""
     di = add_verb(sub, "diff", "compare a baseline and a candidate kernel by kernel, as a gate", cmd_diff,
-              "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
-              extra="Kernels are paired by name, as join pairs them: by full name, else by base name where the\n"
-                    "template arguments changed (said in a note). Launches of a kernel together: mean time per\n"
-                    "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"
-                    "(%) for the rest, and as each gate reads it. Columns show time, the gated figures and those\n"
-                    "that moved by 1 % or more. The figures both sides measured are compared and those one side\n"
-                    "lacks are listed; a different device, shapes or model is refused (--allow-mismatch).\n"
-                    "A gate that could not be evaluated (a side did not measure its figure) has failed.\n"
-                    + GATE_EXIT)
+                  "kernelscope diff bundles/base bundles/cand --fail-on 'duration_ns>+5%' --format markdown",
+                  extra=PAIRING + GATE_EXIT)
     di.add_argument("baseline", type=T.path, help="bundle, .ncu-rep or CSV export: the baseline")
     di.add_argument("candidate", type=T.path, help="bundle, .ncu-rep or CSV export: the candidate")
     add_judging(di)

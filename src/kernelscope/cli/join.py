@@ -14,7 +14,7 @@ from .output import emit, formatted, terminal_width, ticker
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """join: the ncu inputs, then the profiles that rank them."""
     jo = add_verb(sub, "join", "ncu figures + nsys kernel totals + profiler sample shares, by name", cmd_join,
-              "kernelscope join bundles/gemm bundles/attn --nsys kern_sum.csv --format markdown")
+                  "kernelscope join bundles/gemm bundles/attn --nsys kern_sum.csv --format markdown")
     add_reading(jo, note=" (a source column tells them apart)", alias="--ncu")
     jo.add_argument("--nsys", type=T.path, help="nsys stats --report cuda_gpu_kern_sum --format csv output: ranks "
                                                 "the kernels")

@@ -21,7 +21,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     from ..k8s import DEFAULT_NCU_HOME, DEFAULT_TOOLS_IMAGE
 
     k8 = add_verb(sub, "k8s", "capture from a Kubernetes deployment through a sister pod", None,
-              "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live")
+                  "kernelscope k8s capture -n serving deploy/llama --kernel regex:nvjet --out bundles/live")
     k8_sub = k8.add_subparsers(dest="k8s_command", required=True)
     for name, text, example in (
             ("inspect", "which strategy is possible, what the run needs, and why",
@@ -31,7 +31,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
             ("cleanup", "remove kernelscope sisters: one release, the expired ones, or all of ours",
              "kernelscope k8s cleanup -n serving --release basic-inference-ncu")):
         kp = add_verb(k8_sub, name, text, cmd_k8s, example,
-                  "exit codes: 0 a strategy is possible, 1 blocked, 2 an error" if name == "inspect" else "")
+                      "exit codes: 0 a strategy is possible, 1 blocked, 2 an error" if name == "inspect" else "")
         kp.add_argument("-n", "--namespace", default="default", help="the Kubernetes namespace (default: default)")
         kp.add_argument("--timeout", type=T.seconds, default=600.0, help="seconds for every wait (default 600)")
         if name == "cleanup":

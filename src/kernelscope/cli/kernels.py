@@ -13,8 +13,8 @@ from .output import emit, formatted, say
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """kernels: how much to profile, the program's time, ncu."""
     ki = add_verb(sub, "kernels", "list every kernel PROGRAM (after --) runs: launches, GPU time, the --kernel that "
-              "selects each (one cheap ncu pass)", cmd_kernels,
-              "kernelscope kernels -- python3 serve_step.py   # then: capture --kernel 'regex:...' from its table")
+                  "selects each (one cheap ncu pass)", cmd_kernels,
+                  "kernelscope kernels -- python3 serve_step.py   # then: capture --kernel 'regex:...' from its table")
     ki.add_argument("--timed", type=T.positive, metavar="N",
                     help="profile the first N launches with their duration, for launch counts and GPU time (each "
                          "costs ncu a serialised result: keep N small); default: names only, nothing profiled")

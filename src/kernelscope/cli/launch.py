@@ -13,7 +13,7 @@ from .output import emit, say
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """launch: the port, the hold, ncu."""
     la = add_verb(sub, "launch", "start PROGRAM (after --) under ncu so that `capture --attach` can profile it",
-              cmd_launch, "kernelscope launch -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152")
+                  cmd_launch, "kernelscope launch -- python3 -m my_server   # then: capture --attach 127.0.0.1:49152")
     la.add_argument("--port", type=T.port, help="base port (ncu default 49152)")
     la.add_argument("--hold-timeout", type=T.seconds, default=600.0,
                     help="seconds a process may stay held at its first CUDA call with no attach before the program "

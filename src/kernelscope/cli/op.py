@@ -15,7 +15,7 @@ def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     from ..capture.harness import add_op_arguments
 
     o = add_verb(sub, "op", "single-op harness + capture of its main kernel", cmd_op,
-             "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8")
+                 "kernelscope op gemm --m 256 --n 4096 --k 8192 --dtype fp8 --out bundles/fp8")
     add_op_arguments(o)
     o.add_argument("--kernel", dest="op_kernel", help="override the op's kernel filter")
     add_local_capture_options(o)

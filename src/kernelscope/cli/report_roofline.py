@@ -14,12 +14,12 @@ from .output import say, ticker
 def add_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     """report, then roofline."""
     r = add_verb(sub, "report", "self-contained HTML report (opens offline)", cmd_report,
-             "kernelscope report bundles/gemm --out report.html")
+                 "kernelscope report bundles/gemm --out report.html")
     _figure_options(r, "the HTML file to write (e.g. report.html)")
     r.add_argument("--campaign-config", type=T.path, help="a campaign config.yaml whose context fills the header")
 
     ro = add_verb(sub, "roofline", "static roofline plot (.png, .svg or .pdf)", cmd_roofline,
-              "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf")
+                  "kernelscope roofline bundles/gemm bundles/attn --out roofline.png   # or .svg, .pdf")
     _figure_options(ro, "the plot file to write: .png, .svg or .pdf")
 
 
