@@ -18,7 +18,7 @@ GATE_EXIT = "exit codes: 0 passed, 1 a gate failed, 2 an error"
 
 
 def add_verb(sub: argparse._SubParsersAction[Any], name: str, help_text: str, handler: Handler | None, example: str,
-         extra: str = "") -> argparse.ArgumentParser:
+             extra: str = "") -> argparse.ArgumentParser:
     """A verb (or a verb's sub-verb) with its example, and any `extra` lines, in the help."""
     epilog = f"example:\n  {example}" + (f"\n\n{extra}" if extra else "")
     p: argparse.ArgumentParser = sub.add_parser(
