@@ -150,8 +150,8 @@ def test_a_cell_map_key_the_spec_lacks_is_refused(fx: Path, tmp_path: Path, caps
     assert err.startswith(f"kernelscope: error: {path}: campaign cell: kernels[0].{column}: '{key}' not among its keys")
 
 
-def test_readme_duckdb_query_over_many_campaigns(fx: Path, tmp_path: Path) -> None:
-    """The README's query, as printed there, over two campaigns exported into one directory: files
+def test_the_guides_duckdb_query_over_many_campaigns(fx: Path, tmp_path: Path) -> None:
+    """The guide's query, as printed there, over two campaigns exported into one directory: files
     of different campaigns (different columns, a cell's all-null figures) union by name."""
     for slug, cell, src in (("decode-h200", "c1", "decode_gemm.ncu-rep"), ("prefill-h200", "c1", "gemm_bf16.ncu-rep"),
                             ("prefill-h200", "c2", "attention_cudnn.ncu-rep")):
@@ -159,8 +159,8 @@ def test_readme_duckdb_query_over_many_campaigns(fx: Path, tmp_path: Path) -> No
                      "--bundle", str(fx / src)]) == 0
         assert main(["campaign", "export", "--root", str(tmp_path), "--campaign", slug, "--parquet",
                      str(tmp_path / "exports")]) == 0
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    query = re.search(r"```sql\n(.*?)```", readme, re.S)
+    guide = (Path(__file__).parents[1] / "docs" / "guide.md").read_text()
+    query = re.search(r"```sql\n(.*?)```", guide, re.S)
     assert query is not None
     con = duckdb.connect()
     con.execute(f"set file_search_path = '{tmp_path}'")

@@ -9,8 +9,8 @@
   columns (kernelscope.columns.COLUMNS, the one column spec) and the levers (analysis/levers.py).
   After changing the code, `python3 tests/test_docs.py` rewrites them;
 - each constant a "lines the verdicts use" row cites (`rules.AT_ROOF_PCT`) has the value printed;
-- the README's GPU table counts each architecture's datasheet entries as sol-ceilings.yaml does,
-  and the guide's SQL is the README's (tests/test_campaign.py runs that one).
+- the README's GPU table counts each architecture's datasheet entries as sol-ceilings.yaml does
+  (the guide's SQL runs in tests/test_campaign.py).
 """
 
 from __future__ import annotations
@@ -94,13 +94,6 @@ def test_every_link_between_the_documents_lands() -> None:
             path = (doc.parent / target) if target else doc
             assert path.exists(), f"{doc.name}: no {target}"
             assert not anchor or anchor in _anchors(path), f"{doc.name}: no heading #{anchor} in {path.name}"
-
-
-def test_the_guides_query_is_the_readmes() -> None:
-    """tests/test_campaign.py runs the README's ```sql block over two exported campaigns."""
-    sql = [[t for _, t in b.lines] for doc in (readme.README, DOCS / "guide.md") for b in readme.blocks(doc)
-           if b.info == "sql"]
-    assert len(sql) == 2 and sql[0] == sql[1]
 
 
 # -- the generated sections ---------------------------------------------------------------------
