@@ -33,7 +33,8 @@ MINOR_SHARE = 0.01
 # L2 is named over HBM only when it serves reuse: a stream through L2 moves 1-2x the DRAM bytes.
 L2_REUSE_RATIO = 2.0
 # An empty kernel takes 1.66 µs on an H200 (gpu__time_duration, docs/hopper-measurements.md §8); a kernel within
-# twice that is launch overhead, whatever its figures.
+# twice that is launch overhead, whatever its figures. (RAMP_FLOOR_NS starts lower, at 1.60 µs: the faster of
+# floor-raw.csv's two empty launches, 1.60 and 1.73 µs, since a floor is the least time seen.)
 EMPTY_KERNEL_NS = 1_660.0
 LAUNCH_BOUND_NS = 2 * EMPTY_KERNEL_NS
 # Under one full wave every CTA runs alone on its SM for the whole kernel, with no second CTA to overlap

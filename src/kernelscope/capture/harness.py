@@ -216,10 +216,10 @@ def harness_argv(ns: OpSpec) -> list[str]:
             continue
         value = getattr(ns, action.dest)
         flag = action.option_strings[0]
-        if isinstance(action, argparse._StoreTrueAction):
+        if action.nargs == 0:  # a switch (store_true)
             argv += [flag] if value else []
-        elif isinstance(action, argparse._AppendAction):
-            for v in value or ():
+        elif isinstance(value, list):  # repeated (append)
+            for v in value:
                 argv += [flag, str(v)]
         elif value is not None:
             argv += [flag, str(value)]

@@ -197,6 +197,7 @@ AT_ROOF_BATCH = LeverRule(  # the precision ladder's last rung: at the roof, no 
     cost=2,
 )
 
+
 def _narrower(f: Facts, share: float) -> tuple[float, float | None]:
     """Up to how much faster with `share` of its DRAM bytes (fp8 weights 1/2, int4 1/4): its time
     against the measured floor for that many bytes, never more than 1/share; 1/share where that
