@@ -7,11 +7,12 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import get_type_hints
 
 import jsonschema
 import pytest
 
-from kernelscope import catalogue, columns
+from kernelscope import catalogue, columns, model
 from kernelscope.analysis import derive
 from kernelscope.cli import main
 from kernelscope.ncu import metric_sets
@@ -201,6 +202,19 @@ def test_csv_and_parquet_use_the_column_names(fx: Path, tmp_path: Path) -> None:
     assert [h for h in header if h in plain] == plain  # every column, in spec order
     maps = {c.name for c in columns.COLUMNS if c.kind == "map"}
     assert all(h in plain or h in maps or h.split(".", 1)[0] in maps for h in header)  # nothing else
+
+
+def test_a_columns_kind_is_its_model_fields_type() -> None:
+    """columns.py writes each figure's kind (`_num`: number); model.py types the field the value
+    comes from: the two agree for every column read off a record, an assessment or their parts."""
+    hints: dict[str, object] = {}
+    for cls in (model.KernelRecord, model.Assessment, model.Capture, model.Provenance):
+        for name, hint in get_type_hints(cls).items():
+            hints.setdefault(name, hint)
+    read = [c for c in columns.COLUMNS if c.name in hints and c.kind not in ("map", "list")]
+    assert len(read) > 50
+    assert {c.name for c in read} >= {"dram_throughput_pct", "achieved_tflops", "duration_ns", "bound"}
+    assert [(c.name, c.kind) for c in read] == [(c.name, columns._kind_of(hints[c.name])) for c in read]
 
 
 def module_imports(path: Path) -> set[str]:

@@ -94,7 +94,9 @@ class RawKernel:
 
 @dataclass(frozen=True)
 class KernelRecord:
-    """Per-launch figures derived from counters. None means not measured (see `unmeasured`)."""
+    """Per-launch figures derived from counters. None means not measured (see `unmeasured`). Each
+    figure's unit, doc and labels are declared in columns.py, its sources in catalogue.FIGURES; the
+    comments here are reminders (a test holds each column's kind to the type here)."""
 
     source: str
     launch_id: int
