@@ -148,6 +148,17 @@ def test_op_options_are_the_harness_options(capsys: pytest.CaptureFixture[str], 
     assert not (tmp_path / "o").exists() and not list(Path("/tmp").glob("kernelscope-op-*"))
 
 
+def test_op_forwards_a_switch_and_a_repeated_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--causal (a switch) goes to the harness bare, each --arg (repeated) on its own, in order."""
+    assert main(["op", "attention", "--causal", "--seq", "1024", "--out", str(tmp_path / "a"), "--dry-run"]) == 0
+    assert "harness attention --dtype bf16 --batch 4 --heads 32 --seq 1024 --head-dim 128 --causal --warmup 3" \
+        in capsys.readouterr().out
+    assert main(["op", "callable", "--callable", "torch:add", "--arg", "bf16[8,8]", "--arg", "fp32[8]", "--flops",
+                 "64", "--kernel", "regex:add", "--out", str(tmp_path / "c"), "--dry-run"]) == 0
+    assert "harness callable --callable torch:add --arg 'bf16[8,8]' --arg 'fp32[8]' --flops 64.0 --warmup 3" \
+        in capsys.readouterr().out
+
+
 def test_diagnose_filter_matched_nothing_from_real_output(fx: Path) -> None:
     text = read(fx, "filter-matched-nothing.txt")
     assert available_kernels(text) == ["cunn_SoftMaxForwardReg", "distribution_elementwise_grid_stride_kernel"]

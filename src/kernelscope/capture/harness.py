@@ -218,7 +218,7 @@ def harness_argv(ns: OpSpec) -> list[str]:
         flag = action.option_strings[0]
         if action.nargs == 0:  # a switch (store_true)
             argv += [flag] if value else []
-        elif isinstance(value, list):  # repeated (append)
+        elif isinstance(value, (list, tuple)):  # repeated (append; settled as a tuple)
             for v in value:
                 argv += [flag, str(v)]
         elif value is not None:
