@@ -71,6 +71,17 @@ def test_no_recorded_command_line_is_a_whole_report() -> None:
 
 
 @needs_public
+def test_an_old_ncus_untitled_bottleneck_is_read_from_its_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """ncu 2020.3 (A100) and the V100's ncu write SOLBottleneck with no title: its message says
+    "low compute throughput and memory bandwidth", ncu's Latency Issue, which agrees with ours."""
+    for report in ("bwd29__self-join-MiSTIC__profileSUSYNODE.out.ncu-rep",
+                   "anuragdogra2192__MultipleNodesScalingCUDACPPApplications__report.ncu-rep"):
+        (k,) = _json(capsys, "analyze", str(PUBLIC / report), "--format", "json")["kernels"]
+        assert (k["ncu_bottleneck"], k["ncu_agrees"], k["bound"]) == ("Latency Issue", True, "latency")
+        assert "this ncu wrote no title: read from its message" in k["ncu_why"]
+
+
+@needs_public
 def test_windows_capture_reads_as_written() -> None:
     """A Windows capture: ncu's quoted binary under C:\\Program Files whole, the process name without its NUL."""
     manifest = report_manifest(PUBLIC / "2388612861__GPU-DEMO__ncu_report.ncu-rep")

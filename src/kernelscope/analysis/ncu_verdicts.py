@@ -72,13 +72,39 @@ def _why(rec: KernelRecord, title: str, lim: Limiter) -> str:
             f"its work nearing a roof{pinned}; none of our roofs reaches {NEAR_ROOF_PCT:.0f} %")
 
 
+# Older ncu (2020-2021) writes SOLBottleneck's result with an empty title: its message says which
+# (the wording of each title's message, SpeedOfLight.py; docs/hopper-measurements.md §4)
+TITLE_OF_MESSAGE = (
+    ("grid is too small to fill", "Small Grid"),
+    ("low compute throughput and memory bandwidth utilization", "Latency Issue"),
+    ("greater than 80.0% of the available compute or memory", "High Throughput"),
+    ("well-balanced", "Balanced Throughput"),
+    ("more heavily utilized than Memory", "High Compute Throughput"),
+    ("more heavily utilized than Compute", "High Memory Throughput"),
+)
+
+
+def _title(rec: KernelRecord) -> tuple[str | None, str]:
+    """SOLBottleneck's title, and how it was read: as written, or (no title written) from its message."""
+    for r in rec.ncu_rules:
+        if r.rule != "SOLBottleneck":
+            continue
+        if r.title in AGREES_WITH:
+            return r.title, ""
+        if not r.title:
+            found = next((title for words, title in TITLE_OF_MESSAGE if words in r.message), None)
+            if found:
+                return found, " (this ncu wrote no title: read from its message)"
+    return None, ""
+
+
 def compare(rec: KernelRecord, bound: Bound, lim: Limiter, runner: Limiter | None) -> NcuVerdict:
-    title = next((r.title for r in rec.ncu_rules if r.rule == "SOLBottleneck" and r.title in AGREES_WITH), None)
+    title, how = _title(rec)
     fired = _fired(rec)
     if title is None:
         return NcuVerdict(None, fired, None, "no SOLBottleneck result in the report (captured without ncu's "
                                             "SpeedOfLight section: kernelscope capture --add sol)")
-    ncu = f"ncu: SM {_pct(rec.sm_busy_pct)}, memory {_pct(rec.memory_busy_pct)} → {title}"
+    ncu = f"ncu: SM {_pct(rec.sm_busy_pct)}, memory {_pct(rec.memory_busy_pct)} → {title}{how}"
     if bound == "unmeasured":
         return NcuVerdict(title, fired, None, f"{ncu}; not compared: ours is unmeasured (no FLOP or DRAM byte "
                                               "counters), and ncu's figures are unit throughputs, not FLOP rates")
