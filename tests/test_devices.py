@@ -14,6 +14,7 @@ from kernelscope.ceilings import DeviceFacts, architectures, load
 from kernelscope.ceilings.from_report import derive
 from kernelscope.cli import main
 from kernelscope.ingest import iter_inputs, report_manifest
+from kernelscope.report.context import summary
 
 PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "reports-public"
 needs_public = pytest.mark.skipif(not PUBLIC.is_dir(), reason="../shared/reports-public is not beside the checkout")
@@ -61,13 +62,15 @@ def test_every_published_report_reads_against_its_own_device(report: str) -> Non
 
 @needs_public
 def test_no_recorded_command_line_is_a_whole_report() -> None:
-    """ncu 2020.3 and the GUI record no ncu command line: the reports are whole, not cut."""
+    """ncu 2020.3 and the GUI record no ncu command line: the reports are whole, not cut, and their
+    clock control is not recorded."""
     for report in ("bwd29__self-join-MiSTIC__profileSUSYNODE.out.ncu-rep",
                    "DarrenLu666888__CUDATutorial__profile.ncu-rep",
                    "anuragdogra2192__MultipleNodesScalingCUDACPPApplications__report.ncu-rep"):
         manifest = report_manifest(PUBLIC / report)
         assert manifest is not None and manifest.ncu_command == ()
         assert len(list(iter_inputs([PUBLIC / report]))) == 1
+        assert "clock-control not recorded" in summary(manifest)  # not ncu's default: nothing says so
 
 
 @needs_public

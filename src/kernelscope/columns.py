@@ -266,9 +266,10 @@ PLACED: tuple[Column, ...] = (
            keys=(("ceilings_file", "text"), ("compute_ceiling_key", "text"), ("pct_compute", "number"),
                  ("memory_ceiling_key", "text"), ("pct_memory", "number"))),
     Column("capture", "map", "", "the capture the launch came from, as its bundle's manifest or its report records "
-           "it: ncu_version, metric_set, clock_control (null: not given, ncu's default), graph_profiling, multiplexed "
-           "(capture --multiplex: its figures from several launches, one counter group each, none replayed); null "
-           "when its input records none (a CSV export)", lambda a: None if a.capture is None else _fields(a.capture),
+           "it: ncu_version, metric_set, clock_control (null: not given, ncu's default, or no command line "
+           "recorded), graph_profiling, multiplexed (capture --multiplex: its figures from several launches, one "
+           "counter group each, none replayed); null when its input records none (a CSV export)",
+           lambda a: None if a.capture is None else _fields(a.capture),
            keys=_keys_of(Capture)),
     Column("unmeasured", "list", "", "figures whose counters were not collected", unmeasured_of, nullable=False),
 )

@@ -32,7 +32,13 @@ def _mhz(hz: float | None) -> str:
 
 
 def clock_control(m: Recorded) -> str:
-    return m.clock_control or "not given (ncu's default: base)"
+    """As given; a recorded command line without it ran at ncu's default (base); a report that
+    records no command line (ncu 2020.3, the GUI) does not say."""
+    if m.clock_control:
+        return m.clock_control
+    if isinstance(m, ReportManifest) and not m.ncu_command:
+        return NOT_RECORDED
+    return "not given (ncu's default: base)"
 
 
 def report_line(m: ReportManifest) -> str:
