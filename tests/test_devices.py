@@ -160,6 +160,17 @@ def test_csv_export_with_ncu_log_lines_and_only_a_cc(capsys: pytest.CaptureFixtu
 
 
 @needs_public
+def test_a_roof_derived_from_the_report_is_not_called_a_datasheets(capsys: pytest.CaptureFixture[str]) -> None:
+    """The A10G's datasheet entry gives no fp32 peak: the report's own (35.0208 TFLOP/s at 1710 MHz)
+    fills it, and the evidence names it so; the entry's memory figure stays the datasheet's."""
+    doc = _json(capsys, "analyze", str(PUBLIC / "AveryClapp__ESMM-Research__profile_output.ncu-rep"), "--format",
+                "json")
+    readings = [e for k in doc["kernels"] for e in k["evidence"] if "35.0208 TFLOP/s" in e]
+    assert readings and all("35.0208 TFLOP/s report-derived peak" in e for e in readings)
+    assert not any("35.0208 TFLOP/s datasheet" in e for k in doc["kernels"] for e in k["evidence"])
+
+
+@needs_public
 def test_unknown_gpu_gets_roofs_from_its_attributes(tmp_path: Path) -> None:
     """A device no ceilings entry names (here a user's file listing only the H200) is never exit 2: its
     roofs come from the report's attributes, said so."""

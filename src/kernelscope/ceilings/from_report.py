@@ -116,11 +116,11 @@ def _memory(f: DeviceFacts, key: str) -> Ceiling:
     if own and clock:
         return Ceiling(key, own * clock / 1e12,
                        f"the report's own peak: dram__bytes.sum.peak_sustained {own:g} B/cycle x the {_mhz(clock)} "
-                       f"memory clock ({C.MEMORY_CLOCK_KHZ})", clock, MEMORY_CLOCK_SAID)
+                       f"memory clock ({C.MEMORY_CLOCK_KHZ})", clock, MEMORY_CLOCK_SAID, from_report=True)
     if clock and f.bus_bits:
         return Ceiling(key, 2 * clock * f.bus_bits / 8 / 1e12,
                        f"derived: 2 x {_mhz(clock)} x {f.bus_bits} bits / 8 ({C.MEMORY_CLOCK_KHZ}, {C.BUS_WIDTH})",
-                       clock, MEMORY_CLOCK_SAID)
+                       clock, MEMORY_CLOCK_SAID, from_report=True)
     return Ceiling(key, None, "not derivable: the report records no memory clock and bus width")
 
 
@@ -140,7 +140,7 @@ def _compute(f: DeviceFacts, prec: str, key: str) -> Ceiling:
                 note = f"; {ARCHITECTURES}'s {rate:g} a SM x {sms} SMs differs ({off:+.0%})"
             return Ceiling(key, own * flop * clock / 1e12,
                            f"the report's own peak: {own:g} {op} a cycle x {flop} FLOP x {_mhz(clock)}{note}",
-                           clock, f"{C.MAX_SM_CLOCK_KHZ}: the device's maximum SM clock")
+                           clock, f"{C.MAX_SM_CLOCK_KHZ}: the device's maximum SM clock", from_report=True)
     if arch is None:
         return Ceiling(key, None, f"no per-SM rates for compute capability {f.cc or 'unknown'} in {ARCHITECTURES}")
     tensor = prec not in OWN_PEAKS
@@ -157,7 +157,8 @@ def _compute(f: DeviceFacts, prec: str, key: str) -> Ceiling:
     halved = "; halved: a GeForce part accumulates it in fp32" if half else ""
     how = (f"derived: {sms} SMs x {per_sm:g} {'OP' if prec == 'int8' else 'FLOP'} a SM a clock "
            f"({arch.name} {arch.chip}, {ARCHITECTURES}{halved}) x {_mhz(clock)}")
-    return Ceiling(key, sms * per_sm * clock / 1e12, how, clock, f"{C.MAX_SM_CLOCK_KHZ}: the device's maximum SM clock")
+    return Ceiling(key, sms * per_sm * clock / 1e12, how, clock, f"{C.MAX_SM_CLOCK_KHZ}: the device's maximum SM clock",
+                   from_report=True)
 
 
 PRECISIONS = ("fp64", "fp64_tensor", "fp32", "fp16_simt", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")

@@ -33,6 +33,12 @@ class Ceiling:
     check: str = ""  # a datasheet figure against the one the report's attributes derive (ceilings/from_report.py)
     derive: bool = True  # False: a report's attributes must not fill it (the part differs from its architecture)
     agrees: bool | None = None  # None: not checked
+    from_report: bool = False  # derived from the report's device attributes (from_report.py), no datasheet's
+
+    @property
+    def called(self) -> str:
+        """What the figure is, as a verdict's evidence names it."""
+        return "report-derived" if self.from_report else "datasheet"
 
     def at_clock(self, clock_hz: float | None) -> float | None:
         """The figure scaled to the clock a kernel ran at (peaks are per-clock rates times the clock);
@@ -118,6 +124,11 @@ class DeviceCeilings:
             return None
         return any(self.compute.get(p) is not None and self.compute[p].value is not None
                    for p in ("bf16", "fp16", "tf32", "fp8", "int8", "fp4"))
+
+    @property
+    def from_report(self) -> frozenset[str]:
+        """The keys of the figures derived from the report's attributes, not a datasheet's."""
+        return frozenset(c.key for c in (self.memory, *self.compute.values()) if c.from_report)
 
     def has_path(self, path: str) -> bool | None:
         """Whether the chip runs this tensor instruction path (wgmma: Hopper only; tcgen05: Blackwell

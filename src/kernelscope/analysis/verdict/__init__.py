@@ -149,7 +149,7 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
         j = judge_link(rec, nvlink_roof(rec, dev), link_unmeasured(rec, dev))
     else:
         j = judge(rec, p, roofs, top, why, most_possible(rec, dev), ramp_floor_ns(rec.dram_bytes, dev.hw_key),
-                  measured_here=dev.hw_key in RAMP_FLOOR_NS)
+                  measured_here=dev.hw_key in RAMP_FLOOR_NS, from_report=dev.from_report)
     prov = classify(rec) if rec.workload == "kernel" else Provenance(
         "user", f"CUDA {rec.workload}", False, f"a whole CUDA {rec.workload} (ncu --graph-profiling graph): the "
         "program's graph of kernels, each of which has its own owner")

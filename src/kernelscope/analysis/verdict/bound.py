@@ -128,16 +128,18 @@ def boundary(lim: Limiter, runner: Limiter | None) -> str:
     return "; ".join(said)
 
 
-def how_close(lim: Limiter) -> str:
-    """'93 % at the measured 1610 MHz (82 % of the datasheet figure)', or a per-cycle share."""
+def how_close(lim: Limiter, from_report: frozenset[str] = frozenset()) -> str:
+    """'93 % at the measured 1610 MHz (82 % of the datasheet figure)', or a per-cycle share;
+    `from_report`: the keys of roofs derived from the report, which are no datasheet's."""
+    sheet = "report-derived" if lim.key.partition("@")[0] in from_report else "datasheet"
     if lim.kind == "nvlink":
         return f"{lim.pct:.0f} % of it (the link's own rate: no clock to scale to)"
     if lim.pct_datasheet is None:
         return f"{lim.pct:.0f} % busy over elapsed cycles"
     if lim.clock_hz is None:
-        return f"{lim.pct:.0f} % of it at the datasheet clock (the measured clock is not known)"
+        return f"{lim.pct:.0f} % of it at the {sheet} clock (the measured clock is not known)"
     return (f"{lim.pct:.0f} % of it at the measured {lim.clock_hz / 1e6:.0f} MHz "
-            f"({lim.pct_datasheet:.0f} % of the datasheet figure)")
+            f"({lim.pct_datasheet:.0f} % of the {sheet} figure)")
 
 
 def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter, at_most: Mapping[str, float]) -> str:
@@ -156,11 +158,12 @@ def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter, at_most: Mappin
     return f"{said}: the verdict may move, since uncounted work would raise the compute %SoL"
 
 
-def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | None, line: str) -> str:
+def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | None, line: str,
+             from_report: frozenset[str] = frozenset()) -> str:
     near = "" if runner is None or runner.pct is None else f"; nearest roof: {runner.name} {runner.pct:.0f} %"
     if lim.pct is not None:
         where = "at" if lim.pct >= AT_ROOF_PCT else "near"
-        text = f"{bound}-bound {where} the {lim.name}: {how_close(lim)}"
+        text = f"{bound}-bound {where} the {lim.name}: {how_close(lim, from_report)}"
     elif lim.kind == "launch":
         text = f"latency-bound: {lim.name} ({lim.reading.split(':')[0]}{near})"
     elif lim.kind == "grid" and lim.name == "tiles under the SMs":
@@ -174,7 +177,8 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
 
 def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: str | None,
           unsettled: str | None = None, at_most: Mapping[str, float] | None = None,
-          ramp_ns: float | None = None, measured_here: bool = True) -> Judgement:
+          ramp_ns: float | None = None, measured_here: bool = True,
+          from_report: frozenset[str] = frozenset()) -> Judgement:
     """`unsettled`: why the report cannot place the kernel on the roofline (roofs.unsettled); the
     verdict is then provisional, from the per-unit figures in `roofs`, and unmeasured when there is
     neither a unit's figure nor a launch figure to go on."""
@@ -189,20 +193,21 @@ def judge(rec: KernelRecord, p: Placement, roofs: Sequence[Limiter], top_stall: 
         # measured bytes over time at the HBM roof need no FLOP: memory-bound, the compute side unmeasured
         line = f"compute side unmeasured: {unsettled}"
         evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + [line]
-        return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, line), tuple(evidence))
+        return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, line, from_report), tuple(evidence))
     if unsettled is not None:
         if not roofs and lim.kind == "latency":
             missing = unmeasured(rec, unsettled)
             return Judgement(missing, None, "unmeasured", missing.reading, (missing.reading,))
         said = (f"{bound}-side: the {lim.name} is the busiest unit at {lim.pct:.0f} % of its peak"
-                if lim.pct is not None else _verdict(rec, lim, bound, runner, ""))
+                if lim.pct is not None else _verdict(rec, lim, bound, runner, "", from_report))
         text = (f"provisional {said} — {unsettled}, so no roof and no %SoL: a capture with FLOP and DRAM byte "
                 "counters (kernelscope capture --set roofline, or ncu --set full) settles it")
         said_too = (lim.reading, *[r.reading for r in roofs if r is not lim][:4], f"provisional: {unsettled}")
         return Judgement(lim, runner, bound, text, said_too, True)
     lines = [x for x in (boundary(lim, runner), flop_coverage(rec, bound, lim, at_most or {})) if x]
     evidence = [lim.reading] + [r.reading for r in roofs if r is not lim][:4] + lines
-    return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines)), tuple(evidence))
+    return Judgement(lim, runner, bound, _verdict(rec, lim, bound, runner, " — ".join(lines), from_report),
+                     tuple(evidence))
 
 
 def judge_workload(rec: KernelRecord) -> Judgement:

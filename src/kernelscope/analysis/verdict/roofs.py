@@ -40,7 +40,7 @@ def _scaled(ceiling: Ceiling, clock: float | None, unit: str) -> tuple[float, fl
     roof = ceiling.at_clock(clock)
     if roof is None or clock is None or ceiling.clock_hz is None:
         why = "its clock is not sourced" if ceiling.clock_hz is None else "the kernel's clock was not collected"
-        return ceiling.value, None, f"the datasheet figure: {why}"
+        return ceiling.value, None, f"the {ceiling.called} figure: {why}"
     return roof, clock, (f"{ceiling.value:g} {unit} at {ceiling.clock_hz / 1e6:.0f} MHz, scaled to the measured "
                          f"{clock / 1e6:.0f} MHz")
 
@@ -99,9 +99,9 @@ def flop_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter |
         how = f"{rec.tensor_path} reaches {100 * peak.ratio:.0f} % of the chip's {peak.chip:.0f} {unit}: {how}"
         parts.append(f"{100 * achieved / peak.chip:.0f} % of the chip's roof")
     pct = 100 * achieved / peak.tflops
+    sheet = dev.for_precision(cls)
     reading = "; ".join([f"{cls} {achieved:.1f} {unit} = {pct:.0f} % of {peak.tflops:.0f} {unit} ({how})",
-                         *parts, f"{p.pct_sol_compute:.0f} % of the {dev.for_precision(cls).value:g} {unit} "
-                                 "datasheet peak"])
+                         *parts, f"{p.pct_sol_compute:.0f} % of the {sheet.value:g} {unit} {sheet.called} peak"])
     kind: LimiterKind = "tensor" if cls.startswith("tensor_") else "simt"
     return Limiter(kind, peak.key, peak.name, pct, p.pct_sol_compute, peak.clock_hz, reading)
 
@@ -120,7 +120,7 @@ def hbm_roof(rec: KernelRecord, dev: DeviceCeilings, p: Placement) -> Limiter | 
     pct = 100 * rec.achieved_dram_tbps / roof
     kind = dev.memory_kind
     reading = (f"{kind} {rec.achieved_dram_tbps:.2f} TB/s = {pct:.0f} % of {roof:.2f} TB/s ({how}); "
-               f"{p.pct_sol_memory:.0f} % of the {dev.memory.value:g} TB/s datasheet figure")
+               f"{p.pct_sol_memory:.0f} % of the {dev.memory.value:g} TB/s {dev.memory.called} figure")
     return Limiter("hbm", dev.memory.key, f"{kind} roof", pct, p.pct_sol_memory, held_at, reading)
 
 
