@@ -97,6 +97,17 @@ def test_quantise_only_where_hbm_binds(fx: Path) -> None:
     assert "quantise-operands" not in rules_of(at_l2)
 
 
+def test_a_wgmma_attention_kernel_is_not_sent_to_mma_sync_backends(fx: Path) -> None:
+    """cuDNN's wgmma attention at 71 % of the wgmma roof: torch's FLASH and EFFICIENT backends run
+    mma.sync (FA2 took 1.88x its time at this shape, attention_fa2.ncu-rep), so another algorithm means
+    another wgmma kernel, outside SDPA."""
+    (cudnn,), _ = kernelscope.analyze(str(fx / "attention_cudnn.ncu-rep"))
+    assert cudnn.record.tensor_path == "wgmma" and cudnn.limiter.kind == "tensor"
+    (lever,) = [lv.action for lv in cudnn.next_levers if lv.rule == "another-algorithm"]
+    assert "outside SDPA: FlashAttention-3" in lever and "sdpa_kernel(" not in lever
+    assert "at 71 % of the wgmma roof this kernel is past what they can reach" in lever
+
+
 def test_a_kernel_with_no_time_ranks_below_one_with_a_fifth(fx: Path) -> None:
     """The tiny launch-bound kernel's cuda-graph (gain 3, cost 1) holding 0.03 % of the run ranks under
     every lever of the divergent kernel holding 20 %: its share bounds what it can gain."""
