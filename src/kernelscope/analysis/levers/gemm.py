@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ..rules import Facts, ramp_floor_ns
+from ... import catalogue as C
+from ..rules import AT_ROOF_PCT, Facts, ramp_floor_ns
 from .common import (
     NSYS,
     ROOFLINE,
@@ -272,10 +273,17 @@ LIBRARY_GEMM = LeverRule(
     cost=1,
 )
 
+def _tensor_pipe_full(f: Facts) -> bool:
+    """The tensor pipe busy past the at-roof line (a provisional verdict's figure, no FLOP counted): the
+    math itself fills the time, so no other algorithm for the same work has room."""
+    return f.limiter.key in (C.TENSOR_PIPE, C.TENSOR_PIPE_ELAPSED) and f.ge(f.limiter.pct, AT_ROOF_PCT)
+
+
 ANOTHER_ALGORITHM = LeverRule(  # any library kernel: cuBLAS algorithms, cuDNN engines, SDPA backends
     name="another-algorithm",
     family="algorithm",
-    when=lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof,
+    when=lambda f: f.prov.kind == "library" and f.bound in ("compute", "memory", "latency") and not f.at_roof
+    and not _tensor_pipe_full(f),
     action=_algorithm_action,
     expected=headroom_expected,
     unlock=headroom,
