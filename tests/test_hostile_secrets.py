@@ -77,6 +77,12 @@ FORMS = {
     "Bearer in a word of its own": (["client", "--data", "Bearer fuzz-bearer-15"], "--data 'Bearer <redacted>'"),
     "credentials in a URL": (["client", "--url", "https://user:fuzz-url-16@example.com/v1"],
                              "https://<redacted>@example.com/v1"),
+    "a URL's password with an empty user": (["client", "--url", "redis://:fuzz-empty-user-18@redis:6379"],
+                                           "redis://<redacted>@redis:6379"),
+    "a raw @ in a URL's password": (["client", "--url", "https://u:p@fuzz-at-19@example.com/"],
+                                    "https://<redacted>@example.com/"),
+    "user:password@proxy:port with no scheme": (["client", "--proxy", "u:fuzz-proxy-20@proxy:3128"],
+                                                "<redacted>@proxy:3128"),
     "a known credential shape under a harmless name": (["client", "--model", "hf_fuzzshapeabcdefghijklmnop17"],
                                                         "--model '<redacted>'"),
 }
@@ -93,7 +99,8 @@ def test_each_form_is_masked_in_the_dry_run(form: str) -> None:
 
 SECRET_NAMES = ("DB_PASS", "MYSQL_PWD", "REDIS_PASS", "OPENAI_KEY", "PASSPHRASE", "PGPASS", "PGPASSWORD", "HF_TOKEN",
                 "AWS_SECRET_ACCESS_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GPG_PASSPHRASE", "JWT_SECRET",
-                "NGC_API_KEY", "RABBITMQ_DEFAULT_PASS", "DB_PW", "apiKey", "authToken")
+                "NGC_API_KEY", "RABBITMQ_DEFAULT_PASS", "DB_PW", "apiKey", "authToken", "GITHUB_PAT",
+                "SLACK_WEBHOOK_URL", "SENTRY_DSN")
 HARMLESS_NAMES = {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_IB_HCA": "mlx5_0", "NCCL_DEBUG": "WARN", "KEYBOARD": "us",
                   "PWD": "/srv/app", "OLDPWD": "/srv", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": "/srv/lib",
                   "KV_CACHE_DIR": "/cache"}

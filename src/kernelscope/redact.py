@@ -27,7 +27,8 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # words that make a name secret wherever they stand in it
 SECRET_WORDS = frozenset({"token", "secret", "secrets", "password", "passwd", "passphrase", "pass", "pw", "credential",
-                          "credentials", "creds", "auth", "authorization", "cookie", "bearer", "signature", "apikey"})
+                          "credentials", "creds", "auth", "authorization", "cookie", "bearer", "signature", "apikey",
+                          "pat", "webhook", "dsn"})  # GITHUB_PAT, SLACK_WEBHOOK_URL (its path is the key), SENTRY_DSN
 # endings that make a one-word name secret (PGPASS, PGPASSWORD, HFTOKEN, CLIENTSECRET)
 SECRET_ENDINGS = ("token", "secret", "password", "passwd", "passphrase", "pass", "apikey")
 SECRET_SHORT = frozenset({"-k"})  # short options whose value is a secret (`curl -k`-style keys, `-k KEY`)
@@ -45,7 +46,10 @@ BOOLEANS = frozenset({"true", "false", "yes", "none", "null", "enabled", "disabl
 
 # credentials in free text, each with the part to mask as `secret`
 SCRUBS = (
-    re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<secret>[^/@\s:]+(?::[^/@\s]*)?)@", re.IGNORECASE),  # URL user:password@
+    # a URL's user:password@ (an empty user too; a raw @ in the password: up to the authority's last @)
+    re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<secret>[^/?#\s]+)@(?=[^/?#\s@]*(?:[/?#\s\"'<>]|$))", re.IGNORECASE),
+    # user:password@host:port with no scheme (HTTP_PROXY=user:pw@proxy:3128)
+    re.compile(r"(?<![\w/.:%@-])(?P<secret>[\w.%~-]+:[^@\s/:]+)@[\w.-]+:\d{2,5}\b"),
     re.compile(r"\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{4,})", re.IGNORECASE),
     re.compile(r"\b(?:proxy-)?authorization\s*[:=]\s*(?:(?:basic|bearer|digest|token|negotiate)\s+)?"
                r"(?!(?:basic|bearer|digest|token|negotiate)\b)(?P<secret>[^\s\"',;<]{4,})", re.IGNORECASE),
