@@ -185,14 +185,16 @@ def test_a_manifest_holding_secrets_is_shown_without_them(tmp_path: Path) -> Non
     doc["commands_run"] = [{"argv": ["helm", "--set", "auth.token=old-bundle-5"], "mutates": True, "exit_code": 0,
                             "seconds": 1.0}]
     doc["captures"][0]["ncu_argv"] = [*doc["captures"][0]["ncu_argv"][:-1], *doc["target"]]
+    doc["env_keys_set"] = ["HF_TOKEN=old-bundle-6", "CUDA_VISIBLE_DEVICES"]  # names only, this one by hand
     path.write_text(json.dumps(doc))
-    secrets = tuple(f"old-bundle-{i}" for i in range(1, 6))
+    secrets = tuple(f"old-bundle-{i}" for i in range(1, 7))
     readers = [shown(["analyze", str(out), "--format", "json"]), shown(["report", str(out), "--out",
                                                                         str(tmp_path / "r.html")])]
     assert leaked(secrets, *readers, (tmp_path / "r.html").read_text()) == []
     (bundle,) = json.loads(readers[0])["context"]["bundles"].values()
     assert bundle["target"][3:] == ["--skip-tokenizer-init", "--api-key", MASK, "sh", "-c", f"x --password {MASK}"]
     assert bundle["context"] == {"serving_config": f"vllm serve --api-key {MASK}", "api_token": MASK}
+    assert bundle["env_keys_set"] == ["HF_TOKEN", "CUDA_VISIBLE_DEVICES"]
 
 
 # -- the pod path ------------------------------------------------------------------------------------

@@ -166,6 +166,7 @@ def redacted(m: BundleManifest, secrets: Sequence[str] = ()) -> BundleManifest:
         return None if value is None else redact.text(value, known)
 
     return replace(m, command=argv(m.command), target=argv(m.target), context=redact.mapping(m.context),
+                   env_keys_set=tuple(k.partition("=")[0] for k in m.env_keys_set),  # a NAME=value written by hand
                    captures=tuple(replace(c, ncu_argv=argv(c.ncu_argv), error=text(c.error)) for c in m.captures),
                    commands_run=tuple(replace(r, argv=argv(r.argv)) for r in m.commands_run),
                    notes=tuple(redact.text(n, known) for n in m.notes))
