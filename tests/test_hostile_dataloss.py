@@ -296,6 +296,31 @@ def test_an_unknown_unit_in_a_details_page_is_refused(tmp_path: Path) -> None:
             in LAST_ERROR[0])
 
 
+@pytest.mark.parametrize(("column", "unit", "kind"), [
+    (DURATION, "byte", "time"), (DURATION, "%", "time"), (DURATION, "cycle", "time"), (READ, "us", "byte"),
+    (READ, "Ghz", "byte"), ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "Mbyte", "percent"),
+    ("sm__cycles_elapsed.avg.per_second", "cycle", "hz or rate")])
+def test_a_known_unit_of_the_wrong_kind_is_refused(tmp_path: Path, column: str, unit: str, kind: str) -> None:
+    """ncu writes each of these units, but not on this counter: scaled by it, a duration in `byte`
+    read as 35 ns (pct_sol 80,958 %), DRAM bytes in `us` as 1,000x more. Refused, naming the kind."""
+    path = raw_edited(tmp_path, column, unit)
+    assert cli(["analyze", str(path), "--format", "json"], klass=KLASS) == "clean"
+    assert (f"{path}: units row: {column} is in {unit!r}, a unit of another kind than its counter's ({kind})"
+            in LAST_ERROR[0]), LAST_ERROR[0]
+
+
+def test_a_unit_of_the_wrong_kind_in_a_details_page_is_refused(tmp_path: Path) -> None:
+    rows = details_rows()
+    label = rows[0].index("Metric Name")
+    for row in rows:
+        if row[label] == "Duration":
+            row[label + 1] = "Mbyte"
+    path = write_csv(tmp_path / "details.csv", rows)
+    assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
+    assert ("line 67 (GPU Speed Of Light Throughput / Duration): gpu__time_duration.sum is in 'Mbyte', a unit of "
+            "another kind than its counter's (time)" in LAST_ERROR[0]), LAST_ERROR[0]
+
+
 def test_an_unknown_unit_on_a_figure_not_read_is_passed_over(tmp_path: Path) -> None:
     path = raw_edited(tmp_path, "Context", "minute")
     assert [k.launch_id for k in load(path)] == [0]

@@ -28,7 +28,17 @@ from .. import catalogue as C
 from ..errors import InputError
 from ..model import RawKernel, all_in_range, in_range
 from .names import kernel_name
-from .units import MalformedNumber, blank_unit, in_range_of, needs_unit, number, parse_number, unit_factor, unknown
+from .units import (
+    MalformedNumber,
+    blank_unit,
+    in_range_of,
+    misfit,
+    needs_unit,
+    number,
+    parse_number,
+    unit_factor,
+    unknown,
+)
 
 KERNEL_NAME = "Kernel Name"
 
@@ -221,6 +231,8 @@ def _factors(header: list[str], units: list[str], at: list[int], source: str) ->
         factor = unit_factor(unit)
         if factor is None:
             raise InputError(source, unknown(f"column {header[i]} (units row)", unit))
+        if problem := misfit(header[i], unit):
+            raise InputError(source, f"units row: {problem}")
         out.append(factor)
     return out
 
@@ -344,6 +356,8 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
             factor = unit_factor(row[unit_at])
             if factor is None:
                 raise InputError(source, f"line {line}: " + unknown(f"{row[section_at]} / {label}", row[unit_at]))
+            if problem := misfit(name, row[unit_at]):
+                raise InputError(source, f"line {line} ({row[section_at]} / {label}): {problem}")
             try:
                 value = number(row[value_at])
             except MalformedNumber as exc:

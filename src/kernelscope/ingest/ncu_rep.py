@@ -17,7 +17,7 @@ from ..files import open_input
 from ..model import RawKernel, RuleResult, Workload, in_range
 from .detect import Framing, check_ncu_rep_framing
 from .names import kernel_name
-from .units import unit_factor, unknown
+from .units import misfit, unit_factor, unknown
 
 # ncu's rule message types (NvRules.MsgType)
 RULE_KINDS = {0: "none", 1: "ok", 2: "optimization", 3: "warning", 4: "error"}
@@ -129,6 +129,8 @@ class _Metrics:
         factor = unit_factor(unit)
         if factor is None:
             raise InputError(self.shown, unknown(name, unit))
+        if problem := misfit(name, unit):
+            raise InputError(self.shown, problem)
         return value_of, factor
 
 

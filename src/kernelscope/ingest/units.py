@@ -54,6 +54,43 @@ def unit_factor(unit: str) -> float | None:
     return factor / (per / 1e9 if den in TIME_NS else per)
 
 
+def _kind(unit: str) -> str | None:
+    """What a known unit measures (time, byte, hz, rate, percent), None for a count or a ratio."""
+    num, slash, den = unit.partition("/")
+    if slash:
+        return "rate" if den in TIME_NS else None
+    if num == "%":
+        return "percent"
+    if num in TIME_NS:
+        return "time"
+    return next((base for base in _SCALED if num.endswith(base)), None)
+
+
+def _wants(name: str) -> frozenset[str] | None:
+    """The kinds of unit a counter's name allows (ncu names its times, sizes, rates and shares so), None
+    when the name does not say."""
+    if "time_duration" in name:
+        return frozenset({"time"})
+    if name.endswith(".per_second"):
+        return frozenset({"rate", "hz"})
+    if "bytes" in name and not name.endswith(".peak_sustained"):  # a peak is bytes a cycle
+        return frozenset({"byte"})
+    if ".pct" in name or name.endswith("_pct"):
+        return frozenset({"percent"})
+    return None
+
+
+def misfit(name: str, unit: str) -> str | None:
+    """The problem with a known unit of the wrong kind for its counter (a duration in `byte`, DRAM
+    bytes in `us`, a percentage in `cycle`): scaled by it, the figure would be made up. None when it
+    fits, or when the name or a blank unit does not say."""
+    wants = _wants(name)
+    if wants is None or not unit or _kind(unit) in wants:
+        return None
+    return (f"{name} is in {unit!r}, a unit of another kind than its counter's ({' or '.join(sorted(wants))}): "
+            "refused rather than scaled by it")
+
+
 def needs_unit(name: str) -> bool:
     """A time, size or rate counter: ncu always writes its unit, so a blank one is a damaged file,
     not a plain number (read as a base unit, a 35 µs kernel would become 35 ns)."""
