@@ -321,6 +321,15 @@ def test_a_unit_of_the_wrong_kind_in_a_details_page_is_refused(tmp_path: Path) -
             "another kind than its counter's (time)" in LAST_ERROR[0]), LAST_ERROR[0]
 
 
+def test_a_counter_column_given_twice_is_refused(tmp_path: Path) -> None:
+    """Two gpu__time_duration.sum columns that disagree: before, the last one (999 µs) was taken."""
+    header, units, *rows = list(csv.reader((FX / RAWS[0]).open(newline="")))
+    at = header.index(DURATION)
+    path = write_csv(tmp_path / "twice.csv", [header + [DURATION], units + [units[at]], *[r + ["999"] for r in rows]])
+    assert cli(["analyze", str(path), "--format", "json"], klass=KLASS) == "clean"
+    assert f"{path}: the header names column {DURATION} twice" in LAST_ERROR[0], LAST_ERROR[0]
+
+
 def test_an_unknown_unit_on_a_figure_not_read_is_passed_over(tmp_path: Path) -> None:
     path = raw_edited(tmp_path, "Context", "minute")
     assert [k.launch_id for k in load(path)] == [0]

@@ -40,10 +40,11 @@ def _with_duration(fx: Path, tmp_path: Path, text: str, unit: str = "us") -> Pat
     return out
 
 
-@pytest.mark.parametrize("text", ["35,264000", "35,26", "35_264", "1,23,456"])
+@pytest.mark.parametrize("text", ["35,264000", "35,26", "35_264", "1,23,456", "٣٥.٢٦٤", "３５.２６", "35.2\u0663"])
 def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: str) -> None:
     """A decimal comma or underscores are another locale's or language's number, never read as ncu's
-    thousands separators (35,264000 µs was read as 35 s, 35,26 as 3,526)."""
+    thousands separators (35,264000 µs was read as 35 s, 35,26 as 3,526); another script's digits
+    (Arabic-Indic, fullwidth), which float() reads, are no ncu number either."""
     err = refused(["analyze", str(_with_duration(fx, tmp_path, text))], NUMBERS)
     assert err.count("\n") == 0 and "line 3:" in err and "is not a number as ncu writes it" in err
 
@@ -52,6 +53,23 @@ def test_a_number_ncu_does_not_write_is_refused(fx: Path, tmp_path: Path, text: 
 def test_numbers_ncu_writes_are_read(fx: Path, tmp_path: Path, text: str, ns: float) -> None:
     (a,), _ = kernelscope.analyze(str(_with_duration(fx, tmp_path, text)))  # the export's unit is us
     assert a.record.duration_ns == pytest.approx(ns)
+
+
+def test_a_launch_id_that_is_no_number_is_refused(fx: Path, tmp_path: Path) -> None:
+    """An ID of `abc` was read as launch 0 (two such rows, two launches 0); an empty one is ncu's none."""
+    rows = list(csv.reader((fx / "decode_gemm-raw.csv").open(newline="")))
+    rows[2][rows[0].index("ID")] = "abc"
+    out = tmp_path / "raw.csv"
+    with out.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    err = refused(["analyze", str(out)], NUMBERS)
+    assert err.count("\n") == 0 and "launch ID 'abc' is not a whole number" in err
+
+
+def test_a_gate_limit_in_another_scripts_digits_is_refused(fx: Path) -> None:
+    err = refused(["diff", str(fx / "decode_gemm.ncu-rep"), str(fx / "decode_gemm.ncu-rep"), "--fail-on",
+                   "duration_ns>+\u0665%"], NUMBERS)
+    assert "expected FIGURE OP LIMIT UNIT" in err
 
 
 def test_an_impossible_value_is_unmeasured_with_the_reason(fx: Path, tmp_path: Path) -> None:

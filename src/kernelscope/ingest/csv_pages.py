@@ -191,7 +191,7 @@ def metrics_of(names: Sequence[str], factors: Sequence[float], texts: Sequence[s
         names, factors = list(compress(names, texts)), list(compress(factors, texts))
     joined = _JOIN.join(kept)  # ncu writes thousands separators: drop them all in one pass, once checked
     values: list[float | None] | None = None
-    if "_" not in joined and ("," not in joined or not BAD_COMMA.search(joined)):
+    if "_" not in joined and joined.isascii() and ("," not in joined or not BAD_COMMA.search(joined)):
         parts = joined.replace(",", "").split(_JOIN) if "," in joined else kept
         try:
             values = list(map(float, parts)) if len(parts) == len(kept) else None
@@ -254,6 +254,9 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
             raise InputError(source, "raw CSV has a header but no units row") from None
     at = [i for i, h in enumerate(header) if h in C.NUMERIC]  # the device name: text, read below
     names = [header[i] for i in at]
+    if len(set(names)) < len(names):  # which value is the counter's? neither is taken over the other
+        twice = next(n for n in names if names.count(n) > 1)
+        raise InputError(source, f"the header names column {twice} twice: which one holds the counter is not known")
     factors = _factors(header, units, at, source)
     blank = [i for i in at if needs_unit(header[i]) and not (units[i] if i < len(units) else "").strip()]
     pick = itemgetter(*at) if len(at) > 1 else (lambda row: tuple(row[i] for i in at))  # itemgetter of 1 is no tuple
@@ -301,9 +304,10 @@ def _launch_id(text: str, source: str) -> int:
     """ncu's launch number (none given: 0): a whole number that an int64 holds, as the integer
     columns are in Parquet and DataFrames."""
     value = number(text)
-    if value is None:
+    if value is None and not text.strip():
         return 0
-    whole = int(text) if text.isascii() and text.isdigit() else int(value) if value.is_integer() else -1
+    whole = (int(text) if text.isascii() and text.isdigit() else -1 if value is None
+             else int(value) if value.is_integer() else -1)
     if not 0 <= whole <= MAX_LAUNCH_ID:
         raise InputError(source, f"launch ID {text!r:.40} is not a whole number from 0 to {MAX_LAUNCH_ID:,}")
     return whole

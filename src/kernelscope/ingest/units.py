@@ -117,20 +117,24 @@ class MalformedNumber(ValueError):
     """A field that holds a number in a form ncu does not write: the reader names its line and column."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(f"{text!r:.40} is not a number as ncu writes it (thousands separators group three digits; "
-                         "no decimal comma, no underscores)")
+        super().__init__(f"{text!r:.40} is not a number as ncu writes it (ASCII digits; thousands separators group "
+                         "three digits; no decimal comma, no underscores)")
 
 
 def number(text: str) -> float | None:
     """'548,099' -> 548099.0; '' / 'n/a' / text -> None; '35,26' or '35_264' -> MalformedNumber. Any
     float, in range or not (see parse_number). The plain case is one float() call: ingest parses ~90
     of these per launch."""
-    if "_" not in text:
+    if "_" not in text and text.isascii():
         try:
             return float(text)
         except ValueError:
             pass
     stripped = text.strip()
+    if not stripped.isascii():  # float() reads any script's digits (٣٥, ３５): ncu writes ASCII ones
+        if _numeric(stripped):
+            raise MalformedNumber(text)
+        return None
     if not stripped or stripped.lower() in {"n/a", "na", "nan", "-"}:
         return None
     if "_" in stripped and _numeric(stripped.replace("_", "")):

@@ -18,7 +18,8 @@ from ..columns import BY_NAME, FLAT, FLAT_KINDS, value
 from ..errors import KernelscopeError
 from ..model import Assessment
 
-_EXPR = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%|pt)?\s*$")
+_EXPR = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(>=|<=|>|<)\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*(%|pt)?\s*$",
+                   re.ASCII)  # ASCII digits only (no ٥)
 _OPS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, "<": operator.lt, ">=": operator.ge,
                                                    "<=": operator.le}
 IDENTITY = frozenset({"launch_id"})  # a number that names a launch, not a figure that can regress
