@@ -206,7 +206,7 @@ def test_a_csv_that_changes_while_its_parts_are_read_is_refused(fx: Path, tmp_pa
         with pytest.raises(InputError, match=r"changed while it was read \(\d+ bytes when it was split, \d+ now\)"):
             list(split.read_part(i))
     with pytest.raises(InputError, match="cut short"):  # the whole-file read's own words
-        list(split.read_from(1, 0))
+        list(split.read_from(1, 0, set()))
 
 
 @pytest.mark.parametrize(("field", "value", "problem"), [

@@ -121,6 +121,16 @@ def test_a_bad_row_in_a_late_part_is_the_whole_read_error(fx: Path, tmp_path: Pa
     assert errors[0] == errors[1] and "line 28 has 1477 fields, the header has 1478" in errors[0]
 
 
+@pytest.mark.parametrize(("first", "again"), [(1, 2), (1, 25)])  # rows in one part; in a later part
+def test_a_launch_id_again_is_the_whole_read_error(fx: Path, tmp_path: Path, small_parts: None, first: int,
+                                                   again: int) -> None:
+    """A launch row given twice (its ID again) was read as two launches; one export numbers each
+    launch once. Refused naming the line (row i is line i + 3), in parts as in one process."""
+    path = export(fx, tmp_path / "twice.csv", edit={again: ("ID", str(first))})
+    errors = [refused(path, jobs) for jobs in (1, 2)]
+    assert errors[0] == errors[1] and f"line {again + 3}: launch ID {first} again" in errors[0], errors
+
+
 def test_a_report_read_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """300 launches of a real report, one part a job: launch numbers and every figure as one read."""
     path = tmp_path / "many.ncu-rep"

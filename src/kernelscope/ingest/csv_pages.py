@@ -243,10 +243,12 @@ def _header_again(row: list[str]) -> bool:
 
 
 def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: str,
-             units: list[str] | None = None) -> Iterator[RawKernel]:
+             units: list[str] | None = None, ids: set[int] | None = None) -> Iterator[RawKernel]:
     """Wide page: header row, units row, then one row a launch (`units`: the units row, read before).
     A row of another width, or that names no kernel or "Kernel Name", is looked at again (_misfit):
-    a header or units row again, or a row of another width, is an error naming its line."""
+    a header or units row again, or a row of another width, is an error naming its line. A launch
+    ID seen before (in `ids`, the IDs of the rows before these, when given) is an error: one export
+    gives each launch its own."""
     if units is None:
         try:
             _, units = next(rows)
@@ -264,6 +266,7 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
     id_at, grid_at, block_at, device_at = (_column(header, c) for c in ("ID", "Grid Size", "Block Size",
                                                                        C.DEVICE_NAME))
     width = len(header)
+    seen = None if id_at is None else set() if ids is None else ids
     for line, row in rows:
         if len(row) != width or row[name_at] in ("", KERNEL_NAME):
             _misfit(source, line, row, header)
@@ -274,8 +277,14 @@ def read_raw(header: list[str], rows: Iterator[tuple[int, list[str]]], source: s
             raise InputError(source, f"line {line}: {exc}") from None
         if unitless:
             raise InputError(source, f"line {line}: " + blank_unit(f"column {unitless} (units row)"))
-        yield _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
+        raw = _identity(source, row[name_at], _field(row, id_at), _field(row, grid_at), _field(row, block_at),
                         _field(row, device_at), *figures)
+        if seen is not None:
+            if raw.launch_id in seen:
+                raise InputError(source, f"line {line}: launch ID {raw.launch_id} again: one export gives each "
+                                         "launch its own (two exports joined into one file?)")
+            seen.add(raw.launch_id)
+        yield raw
 
 
 MAX_LAUNCH_ID = 2**63 - 1  # the integer columns are int64 (Parquet, DataFrames)

@@ -39,6 +39,11 @@ class CsvSplit:
     def parts(self) -> int:
         return len(self.bounds) - 1
 
+    @property
+    def unique_ids(self) -> bool:
+        """Whether its launches' IDs are the export's own, one a launch, to be checked across parts."""
+        return "ID" in self.header
+
     def read_part(self, i: int) -> Iterator[RawKernel]:
         """The launches of part i, each line one record or csv_pages.NotSimple; bad UTF-8 or a
         malformed row raises InputError (its line number counted from the part)."""
@@ -58,14 +63,15 @@ class CsvSplit:
             raise InputError(self.path, f"changed while it was read ({self.bounds[-1]} bytes when it was split, "
                                         f"{size} now): read it again once it is complete")
 
-    def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
+    def read_from(self, i: int, seen: int, ids: set[int]) -> Iterator[RawKernel]:
         """The launches from part i's start to the end of the file in one stream, as a whole-file
-        read gives them; `seen`: launches the parts before it held (none at all is an error)."""
+        read gives them; `seen`: launches the parts before it held (none at all is an error); `ids`:
+        their launch IDs."""
         shown = str(self.path)
         with open_input(self.path, what="report") as fh:
             line = 1 + _lines(fh, self.bounds[i])
             text = csv_pages.text(fh, start=False)
-            for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units):
+            for raw in csv_pages.read_raw(self.header, csv_pages.records(text, shown, line), shown, self.units, ids):
                 seen += 1
                 yield raw
             self._unchanged(fh, True)
@@ -82,10 +88,12 @@ class ReportSplit:
     def parts(self) -> int:
         return len(self.bounds) - 1
 
+    unique_ids = False  # a report numbers its own launches
+
     def read_part(self, i: int) -> Iterator[RawKernel]:
         return ncu_rep.read(self.path, str(self.path), self.bounds[i], self.bounds[i + 1])
 
-    def read_from(self, i: int, seen: int) -> Iterator[RawKernel]:
+    def read_from(self, i: int, seen: int, ids: set[int]) -> Iterator[RawKernel]:
         """Part i's launches and the rest, read here: a worker failed on part i, so this gives its
         error again (a report cut in two holds launches, whatever `seen` says)."""
         return ncu_rep.read(self.path, str(self.path), self.bounds[i])

@@ -115,21 +115,23 @@ def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool, 
               progress: Steps) -> Iterator[Chunk]:
     """The parts' chunks in order, `window` parts in flight, each told to `progress` (a report's as
     launches of its total, a CSV's as parts). At the first part the workers could not read strictly,
-    the rest of the file is read here in one stream (ingest/parts.py)."""
+    or that repeats a launch ID of a part before it, the rest of the file is read here in one stream
+    (ingest/parts.py)."""
     from ..ingest.parts import ReportSplit
     from .pool import WorkerDied
 
-    seen = 0
+    seen, ids = 0, set[int]()  # the launch IDs of the parts so far, where the export's own (CsvSplit.unique_ids)
     launches = [cut.bounds[-1]] if isinstance(cut, ReportSplit) else None
     calls = ((_part, (judge, cut, i, rows)) for i in range(cut.parts))
     progress(what, 0, launches[0] if launches else cut.parts, "launches" if launches else "parts")
     try:
         with closing(workers.ordered(calls, window)) as results:
             for i, done in enumerate(results):
-                if done is None:
-                    yield from _here(judge, counted(cut.read_from(i, seen), what, progress, launches, seen), rows)
+                if done is None or not ids.isdisjoint(done[2]):  # read here, its error worded as a whole read's
+                    yield from _here(judge, counted(cut.read_from(i, seen, ids), what, progress, launches, seen), rows)
                     return
-                chunk, read = done
+                chunk, read, part_ids = done
+                ids.update(part_ids)
                 seen += read
                 yield chunk
                 if launches:
@@ -143,18 +145,21 @@ def _in_parts(workers: Pool, window: int, judge: Judge, cut: Split, rows: bool, 
         raise InputError(cut.path, NO_LAUNCHES)
 
 
-def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int] | None:
-    """In a worker: part i judged and encoded, with the launches read before the --kernel filter;
-    None when the part must be read in one stream with the rest of the file."""
-    read = 0
+def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int, list[int]] | None:
+    """In a worker: part i judged and encoded, with the launches read before the --kernel filter and
+    their IDs (where the export's own); None when the part must be read in one stream with the rest
+    of the file."""
+    read, ids = 0, list[int]()
 
     def counted() -> Iterator[RawKernel]:
         nonlocal read
         for raw in cut.read_part(i):
             read += 1
+            if cut.unique_ids:
+                ids.append(raw.launch_id)
             yield raw
 
     try:
-        return encode(judge(counted()), rows), read
+        return encode(judge(counted()), rows), read, ids
     except (NotSimple, InputError):
         return None
