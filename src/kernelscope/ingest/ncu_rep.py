@@ -249,9 +249,9 @@ def read(path: Path, display: str | None = None, start: int = 0, stop: int | Non
                 device_metric = action.metric_by_name(DEVICE_NAME)
                 metrics, out_of_range = reader.read(action)
                 if not metrics and device_metric is None and not action.metric_names():
-                    raise InputError(shown, f"launch {first + a} holds no metrics: the file was moved, removed "
-                                            "or changed while it was read (ncu_report reads each launch when it is "
-                                            "reached)")
+                    raise InputError(shown, f"launch {first + a} holds no metrics: the file is damaged, or was "
+                                            "moved, removed or changed while it was read (ncu_report reads each "
+                                            "launch when it is reached)")
                 yield RawKernel(
                     source=shown,
                     launch_id=first + a,
