@@ -41,6 +41,17 @@ def strict(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+def test_a_campaign_whose_import_failed_fails_the_strict_check(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """An import of a file that is no report fails, leaving the campaign's config and no cell: its
+    gates passed on nothing before (0 cells, 0 failures, exit 0)."""
+    junk = tmp_path / "junk.ncu-rep"
+    junk.write_bytes(b"\x00not a report" * 20)
+    assert imp(tmp_path, "c1", junk) == 2
+    code, out = strict(tmp_path, capsys)
+    assert code == 1 and "no cell: nothing was imported" in out and "0 cell(s), 1 failure(s)" in out
+
+
 def test_cell_fields_from_real_gemm(fx: Path, tmp_path: Path) -> None:
     assert imp(tmp_path, "c1", fx / "gemm_bf16.ncu-rep", fx / "decode_gemm-raw.csv") == 0
     doc = cell_doc(tmp_path, "c1")
