@@ -106,9 +106,22 @@ def test_control_sequences_and_markup_in_names_are_inert(fx: Path, tmp_path: Pat
 def test_clean_and_elide() -> None:
     assert clean("a\x1b[1;31mb\x1b]0;title\x07c\x9b2Jd\x00e\u2066f") == "abcd e f"
     assert clean("nvjet_sm90_tst") == "nvjet_sm90_tst"
+    # two names that would look alike: the invisible characters show as spaces (ZWSP, ZWJ, BOM, U+2028)
+    assert clean("gemm\u200b_kernel\u200d\ufeff\u2028x") == "gemm _kernel   x"
     name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
     assert elide(name, 24) == "nvjet_sm9…h_bz_coopA_NNT" and len(elide(name, 24)) == 24
     assert elide(name, 100) == name
+
+
+def test_a_campaign_configs_context_is_inert_in_the_html(fx: Path, tmp_path: Path) -> None:
+    """The config's context fills the page's title and header: its escape sequences, BEL and bidi
+    override reached the HTML raw before (fuzz pass)."""
+    config = tmp_path / "config.yaml"
+    config.write_text('context: {model: "\\e[31mred\\e]0;x\\a\\u202eabc", gpu: "H200\\u200b"}\n')
+    out = tmp_path / "r.html"
+    assert main(["report", str(fx / "fp8_gemm.ncu-rep"), "--out", str(out), "--campaign-config", str(config)]) == 0
+    page = out.read_text()
+    assert not {"\x1b", "\x07", "\u202e", "\u200b"} & set(page) and "model red abc" in page
 
 
 def test_markdown_cells_cannot_break_the_table() -> None:
@@ -167,7 +180,7 @@ def test_json_inert_escapes_every_character_it_finds_past_its_byte_scan() -> Non
     from kernelscope.report.safe_text import _RAW_IN_JSON, json_inert
 
     found = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000 and _RAW_IN_JSON.match(chr(c))]
-    assert len(found) == 42
+    assert len(found) == 55  # DEL, C1, bidi, zero-width, line separators, BOM
     for c in found:
         assert json_inert(f'["a—{chr(c)}"]'.encode()) == f'["a—\\u{c:04x}"]'.encode()
     assert json_inert('["a—b"]'.encode()) == '["a—b"]'.encode()

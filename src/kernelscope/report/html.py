@@ -22,6 +22,7 @@ from .kernels import Ranked, bound_cell, judgement, kernel_frontier, total_time
 from .kernels import table as kernel_table
 from .roofline_data import RooflineData, origins
 from .roofline_plot import render_svg
+from .safe_text import clean
 from .style import BOUND_ANSI, BOUND_COLOUR, stall_colour
 from .table import Table, cell
 
@@ -90,7 +91,8 @@ if (svg) {
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """Text from a report or a campaign's config, inert (safe_text.clean) and escaped."""
+    return html.escape(clean(value))
 
 
 _BREAK_AFTER = re.compile(r"(::|,|&lt;|_|/)(?!$)")  # on escaped text: `<` is `&lt;` there

@@ -16,15 +16,19 @@ _SEQUENCES = (
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
 )
-# What is left that a terminal or editor would act on: C0/C1 controls, DEL, and the bidirectional
-# overrides that make text display in an order other than the one it has ("trojan source").
-# JSON escapes C0 by itself; the others it writes raw unless asked for ASCII.
-_NOT_C0 = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+# What is left that a terminal or editor would act on: C0/C1 controls, DEL, the bidirectional
+# overrides that make text display in an order other than the one it has ("trojan source"), and the
+# invisible ones that make two names look alike (zero-width space and joiners, marks, word joiner,
+# BOM) or break a line where none shows (U+2028/2029). JSON escapes C0 by itself; the others it
+# writes raw unless asked for ASCII.
+_NOT_C0 = r"\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 _CONTROLS = rf"[\x00-\x1f{_NOT_C0}]"
 _BUT_LAYOUT = rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]"  # tab, LF and CR kept
 _RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")
 # what _RAW_IN_JSON finds (_NOT_C0's code points) as UTF-8, and the bytes they start with
-_RAW_IN_UTF8 = tuple(chr(c).encode() for c in (*range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)))
+_RAW_IN_UTF8 = tuple(chr(c).encode() for c in (*range(0x7F, 0xA0), *range(0x200B, 0x2010), 0x2028, 0x2029,
+                                                *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A),
+                                                0xFEFF))
 _RAW_LEADS = tuple(sorted({raw[:1] for raw in _RAW_IN_UTF8}))
 
 
