@@ -159,6 +159,14 @@ def test_context_check_on_bundles(fx: Path, tmp_path: Path, capsys: pytest.Captu
     assert "device: 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'" in err
 
 
+def test_a_side_that_records_no_device_is_compared_with_a_note(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A report against its own details export (which names no device): nothing differs, so it is no
+    mismatch to refuse, but the device is said not checked."""
+    assert main(["diff", str(fx / "decode_gemm.ncu-rep"), str(fx / "decode_gemm-details.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "context: device: 'NVIDIA H200' vs 'not recorded' (not checked)" in out and "1 same" in out
+
+
 # -- 1. gates in the units the table shows ---------------------------------------------------------
 def test_percent_figures_gate_in_points_or_relative(pair: Callable[[float], tuple[str, str]],
                                                     capsys: pytest.CaptureFixture[str]) -> None:

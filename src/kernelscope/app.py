@@ -346,7 +346,8 @@ def diff(baseline: Path, candidate: Path, judging: AnalyzeRequest | None = None,
     if problems and not allow_mismatch:
         raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)
                                + "); pass --allow-mismatch to compare anyway")
-    return diffing.compare(a.items, b.items, gates, problems, (ours["metric_set"], theirs["metric_set"]))
+    said = problems + diffing.unchecked(ours, theirs)
+    return diffing.compare(a.items, b.items, gates, said, (ours["metric_set"], theirs["metric_set"]))
 
 
 # -- campaigns -----------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ PAIRING = ("Kernels are paired by name, as join pairs them: by full name, else b
            "launch. Cells read `baseline → candidate (change)`: points (pt) for a percent figure, relative\n"
            "(%) for the rest, and as each gate reads it. Columns show time, the gated figures and those\n"
            "that moved by 1 % or more. The figures both sides measured are compared and those one side\n"
-           "lacks are listed; a different device, shapes or model is refused (--allow-mismatch).\n"
+           "lacks are listed; a different device, shapes or model is refused (--allow-mismatch), and one\n"
+           "that only one side records is noted as not checked.\n"
            "A gate that could not be evaluated (a side did not measure its figure) has failed.\n")
 
 

@@ -54,8 +54,20 @@ def bundle_context(m: Recorded | None, items: Sequence[Assessment]) -> dict[str,
     return ctx
 
 
+def _known(value: Any) -> bool:
+    return value not in (None, "unknown")
+
+
 def mismatches(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
-    return [f"{k}: {a[k]!r} vs {b[k]!r}" for k in CONTEXT_FIELDS if a[k] != b[k]]
+    """The context both sides record, and differently: a diff of them is refused unless asked for."""
+    return [f"{k}: {a[k]!r} vs {b[k]!r}" for k in CONTEXT_FIELDS if _known(a[k]) and _known(b[k]) and a[k] != b[k]]
+
+
+def unchecked(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The context one side records and the other does not (a details export names no device): not
+    a difference, but not checked either, so it is said beside the comparison."""
+    return [f"{k}: {a[k] if _known(a[k]) else 'not recorded'!r} vs {b[k] if _known(b[k]) else 'not recorded'!r} "
+            "(not checked)" for k in CONTEXT_FIELDS if _known(a[k]) != _known(b[k])]
 
 
 def figure(g: KernelGroup | None, name: str) -> float | None:
@@ -310,7 +322,8 @@ def table(cmp: Comparison, title: str) -> Table:
             row.append(f"{len(k.base.launches) if k.base else 0} → {len(k.cand.launches) if k.cand else 0}")
         row += [k.changes[n] for n in shown] + [_bound(k)]
         rows.append(row)
-    notes = [f"context differs (compared anyway, --allow-mismatch): {m}" for m in cmp.mismatches]
+    notes = [f"context: {m}" if m.endswith("(not checked)") else
+             f"context differs (compared anyway, --allow-mismatch): {m}" for m in cmp.mismatches]
     notes += [n for n in (coverage(cmp),) if n]
     notes += [f"#{k.rank} paired by base name: {k.name} (baseline) with {k.cand_name} (candidate)"
               for k in cmp.kernels if k.matched == "base name"]
