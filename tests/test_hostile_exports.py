@@ -66,6 +66,13 @@ def test_a_launch_id_that_is_no_number_is_refused(fx: Path, tmp_path: Path) -> N
     assert err.count("\n") == 0 and "launch ID 'abc' is not a whole number" in err
 
 
+def test_a_source_page_export_is_named_as_one(fx: Path) -> None:
+    """ncu's --page source CSV (one row an instruction) was refused as a malformed row (line 3 has 66
+    fields, the header has 3): the error now says what it is and which page to export."""
+    err = refused(["analyze", str(fx / "softmax-sass.csv.gz")], NUMBERS)
+    assert "an ncu source page (--page source" in err and "--page raw" in err
+
+
 def test_a_gate_limit_in_another_scripts_digits_is_refused(fx: Path) -> None:
     err = refused(["diff", str(fx / "decode_gemm.ncu-rep"), str(fx / "decode_gemm.ncu-rep"), "--fail-on",
                    "duration_ns>+\u0665%"], NUMBERS)

@@ -425,4 +425,10 @@ def read(stream: TextIO, source: str) -> Iterator[RawKernel]:
         raise InputError(source, "an ncu --print-summary CSV (each metric's minimum, maximum and average over a "
                                  "kernel's launches, no launch's own values): export one with ncu --import REPORT "
                                  "--csv --page raw (or --page details)")
+    if header[0] == KERNEL_NAME:  # `"Kernel Name","<the kernel>"`, then "Address","Source",...: no raw page's header
+        second = next(rows, None)
+        if second is not None and second[1][:2] == ["Address", "Source"]:
+            raise InputError(source, "an ncu source page (--page source: one row an instruction, no launch's "
+                                     "counters): export the report with ncu --import REPORT --csv --page raw")
+        rows = itertools.chain([second] if second is not None else [], rows)
     return read_raw(header, rows, source)
