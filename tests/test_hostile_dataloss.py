@@ -220,11 +220,11 @@ def renamed(rows: list[list[str]], column: str, value: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize(("case", "problem"), [
-    ("another kernel, the same ID", "line 143: launch ID 0 holds a second kernel (line 2: "
+    ("another kernel, the same ID", "line 143: launch ID 0 holds a second kernel (its Kernel Name at line 2: "
                                     "'nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT', here: 'other_kernel')"),
     ("the same kernel twice, one ID", "line 143: launch ID 0 gives 'dram__bytes_read.sum' twice"),
     ("an ID again after another", "line 284: launch ID 0 again, after other launches (its rows began at line 2)"),
-    ("another grid, the same ID", "line 143: launch ID 0 holds a second kernel"),
+    ("another grid, the same ID", "line 143: launch ID 0 holds a second kernel (its Grid Size at line 2: "),
     ("an ID that is no number", "line 143: the ID 'n/a' is not a launch number"),
 ])
 def test_details_launches_sharing_an_id_are_refused(tmp_path: Path, case: str, problem: str) -> None:

@@ -354,8 +354,10 @@ def read_details(header: list[str], rows: Iterator[tuple[int, list[str]]], sourc
                 done[first[1][launch_at]] = first[0]
             first, metrics, given, wrong = _launch_start(source, line, row, launch_at, done), {}, set(), []
         elif who(row) != who(first[1]):
-            raise InputError(source, f"line {line}: launch ID {row[launch_at]} holds a second kernel (line "
-                                     f"{first[0]}: {first[1][name_at]!r}, here: {row[name_at]!r}): two launches "
+            column, i = next((c, header.index(c)) for c in IDENTITY if c in header and row[header.index(c)]
+                             != first[1][header.index(c)])  # what differs: the name, or its process, grid, device ...
+            raise InputError(source, f"line {line}: launch ID {row[launch_at]} holds a second kernel (its {column} "
+                                     f"at line {first[0]}: {first[1][i]!r:.80}, here: {row[i]!r:.80}): two launches "
                                      "share one ID")
         label = row[label_at]
         if not label:
