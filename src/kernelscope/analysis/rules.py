@@ -295,7 +295,7 @@ LIMITERS: tuple[LimiterRule, ...] = (
                 lambda f: f"grid fills {100 * (f.rec.waves_per_sm or 0):.1f} % of one wave: {f.tail_idle_pct:.0f} % of the block slots idle the whole kernel"),
     LimiterRule("tail-effect",
                 lambda f: f.tail_effect,
-                lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, {f.tail_idle_pct:.0f} % of SM slots idle in the last wave"),
+                lambda f: f"tail effect: {f.rec.waves_per_sm:.2f} waves, the last {100 * ((f.rec.waves_per_sm or 0) % 1):.0f} % full: {f.tail_idle_pct:.0f} % of the block slots idle over the kernel's waves"),
     LimiterRule("divergence",
                 lambda f: f.diverged,
                 lambda f: "branch divergence: " + ", ".join(x for x in (
@@ -307,6 +307,13 @@ LIMITERS: tuple[LimiterRule, ...] = (
     LimiterRule("register-spills", lambda f: f.spills,
                 lambda f: f"register spills: {f.rec.register_spill_pct:.1f} % of instructions spill or fill registers to local memory at {_pct(f.rec.registers_per_thread, ' registers a thread')}{_not_yours(f)}"),
     *(_finding_rule(rule) for rule in NCU_FINDINGS),
+    LimiterRule("tile-padding",
+                lambda f: (f.attention_like or f.category == "MoE") and f.rec.flops is not None
+                and (f.rec.dominant_precision or "").startswith("tensor_"),
+                lambda f: "counted tensor FLOP are the tiles' work, padding included: where a tile's rows are not "
+                          "all real (a decode step's few query rows a KV head under GQA, a MoE expert's few routed "
+                          "tokens in its M tile) the useful FLOP, FLOP/byte and compute %SoL are lower than shown, "
+                          "several times so for decode"),
     LimiterRule("dominant-stall", lambda f: f.top_stall is not None, _stall),
 )
 

@@ -100,12 +100,13 @@ def _half(f: Facts) -> str:
 FUSE_AWAY = LeverRule(
     name="fuse-away",
     family="fusion",
-    when=lambda f: f.bound == "memory" and no_tensor_work(f) and not f.split_k_reduce,
+    when=lambda f: f.bound == "memory" and no_tensor_work(f) and not f.split_k_reduce and not f.gemm_like,
     action=lambda f: ("fuse it into its producer or consumer (torch.compile, a fused epilogue)"
                       if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
                       "fuse it into your own producer or consumer kernel, so the tensor never goes to memory") + (
         ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
-    expected=lambda f: f"removes its {mb(f.rec.dram_bytes)} of DRAM traffic and its {took(f)}",
+    expected=lambda f: (f"up to its {mb(f.rec.dram_bytes)} of DRAM traffic and its {took(f)}: the intermediate "
+                        "tensor's write and read and this launch go; inputs the fused kernel must still read stay"),
     unlock=unsized,
     confirm=f"the fused op's dram_bytes lose this kernel's; total time falls: {NSYS}",
     gain=3,

@@ -198,14 +198,28 @@ FILL_THE_GRID = LeverRule(
     cost=2,
 )
 
+def _tail_unlock(f: Facts) -> float:
+    """Whole waves would give back the idle block slots, but no more than the time the SMs sat idle:
+    blocks are scheduled as slots free, not in lock-step waves, so SM activity bounds the tail's cost."""
+    slots = 100 / (100 - (f.tail_idle_pct or 0))
+    active = f.rec.sm_active_pct
+    return min(slots, 100 / active) if active else slots
+
+
+def _tail_expected(f: Facts) -> str:
+    active = f.rec.sm_active_pct
+    bound = (f"; SMs active {active:.0f} % of elapsed cycles, so the tail costs at most the idle rest"
+             if active and 100 / active < 100 / (100 - (f.tail_idle_pct or 0)) else "")
+    return f"{f.tail_idle_pct:.0f} % of the block slots idle over its waves{bound}: up to {_tail_unlock(f):.2f}x"
+
+
 FIX_TAIL = LeverRule(
     name="fix-tail",
     family="source",
     when=lambda f: f.tail_effect,
     action=lambda f: "size tiles or the grid so the number of waves is whole (or use a persistent / stream-K schedule)",
-    expected=lambda f: (f"{f.tail_idle_pct:.0f} % of the block slots idle in the last wave: "
-                        f"up to {100 / (100 - (f.tail_idle_pct or 0)):.2f}x"),
-    unlock=lambda f: 100 / (100 - (f.tail_idle_pct or 0)),
+    expected=_tail_expected,
+    unlock=_tail_unlock,
     confirm=f"waves_per_sm close to a whole number and duration_ns falls: {ROOFLINE}",
     gain=1,
     cost=2,
