@@ -227,11 +227,12 @@ NOT_JUDGED: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-def not_judged(rec: KernelRecord, tensor_work: str) -> tuple[str, ...]:
-    """The levers this report cannot decide, each with the figure it lacks and the capture that has it."""
+def not_judged(rec: KernelRecord, tensor_work: str, tensor_cores: bool | None = None) -> tuple[str, ...]:
+    """The levers this report cannot decide, each with the figure it lacks and the capture that has it
+    (`tensor_cores` False: the device has none, so there is no tensor work to count)."""
     out = [f"not judged: {what}: {' / '.join(needs)} not captured ({how})"
            for what, needs, how in NOT_JUDGED if all(n in rec.unmeasured for n in needs)]
-    if tensor_work in ("uncounted", "unknown"):
+    if tensor_work in ("uncounted", "unknown") and tensor_cores is not False:
         out.append("not judged: tensor-core use and a cheaper precision (use-tensor-cores, lower-precision, "
                    "quantise-operands): tensor FLOP not captured (sm__ops_path_tensor_src_*: kernelscope capture "
                    "--set roofline)")

@@ -144,7 +144,9 @@ FUSE_LAUNCH = LeverRule(
     action=lambda f: (COMBINE if SPLIT_COMBINE.search(f.rec.name_full) else
                       "fuse its neighbours into it: an activation or residual as the GEMM's epilogue "
                       "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
-                      else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"),
+                      else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"
+                      if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
+                      "fuse it into a neighbouring kernel of yours, so its launch and ramp disappear"),
     expected=lambda f: ("removes the neighbours' launches and their ramps (their own rows say how long)"
                         if f.gemm_like else f"removes a launch and its {took(f)}"),
     unlock=unsized,

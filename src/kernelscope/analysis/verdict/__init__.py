@@ -168,7 +168,7 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
     if rec.workload == "kernel" and not communication and not graph_mode:
-        story += not_judged(rec, facts.tensor_work)
+        story += not_judged(rec, facts.tensor_work, dev.tensor_cores)
     return Assessment(
         record=rec,
         hw_key=dev.hw_key,
