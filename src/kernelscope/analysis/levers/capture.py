@@ -32,7 +32,11 @@ RECAPTURE_ROOFLINE = LeverRule(
     action=_recapture_action,
     expected=lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL",
     unlock=unsized,
-    confirm="the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum",
+    confirm=lambda f: (f"analyze --hw KEY holds it to that device's roofs (its hw_key is no longer {f.hw_key})"
+                       if f.device is not None and f.device.how == "unidentified" else
+                       "the new report has the FLOP counters (sm__sass_thread_inst_executed_op_*) and "
+                       "dram__bytes_{read,write}.sum" if f.device is not None and f.device.tensor_cores is False
+                       else "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum"),
     gain=3,
     cost=1,
 )

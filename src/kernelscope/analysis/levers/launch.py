@@ -95,6 +95,9 @@ def _idle_slots(f: Facts) -> str:
         waves = f.rec.waves_per_sm or 1.0
         said = f"{waves:.2f} waves leave {100 * (1 - waves):.0f} % of the block slots empty"
         full = 1 / waves
+    if x is None and SPLIT_COMBINE.search(f.rec.name_full):
+        return (f"{said}; the gain is not sized: a split-KV combine's time is the price of the split, judged "
+                "with the attention kernel it serves")
     if x is None:
         return (f"{said}; the gain is not sized: with no launch-and-ramp floor for its bytes on this GPU "
                 "(DRAM bytes not captured, or the floor not measured here), the empty slots alone do not bound it")

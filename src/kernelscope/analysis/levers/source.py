@@ -89,13 +89,23 @@ COALESCE_GLOBAL = LeverRule(
     cost=2,
 )
 
+def _pipelined(f: Facts) -> str:
+    """Asynchronous copies this chip has: cp.async from Ampere, TMA from Hopper (sm_90)."""
+    arch = f.device.arch if f.device is not None else None
+    if arch is None:
+        return "cp.async pipelining (TMA on Hopper and later)"
+    major = int(arch.cc.split(".")[0])
+    return "cp.async/TMA pipelining" if major >= 9 else "cp.async pipelining" if major >= 8 else \
+        "software pipelining (loads issued a stage ahead)"
+
+
 BYTES_IN_FLIGHT = LeverRule(
     name="bytes-in-flight",
     family="source",
     when=lambda f: (f.bound == "memory" and not f.at_roof and f.top_stall == "long_scoreboard"
                     and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT)),
     action=lambda f: ("keep more bytes in flight: 16-byte vector loads, several independent loads a thread, "
-                      "cp.async/TMA pipelining"),
+                      f"{_pipelined(f)}"),
     expected=lambda f: (f"the {f.limiter.name} is at {f.limiter.pct:.0f} %: "
                         f"up to {100 / (f.limiter.pct or 100):.1f}x to its roof"),
     unlock=lambda f: 100 / (f.limiter.pct or 100),
@@ -135,7 +145,7 @@ HIDE_MEMORY_LATENCY = LeverRule(
     family="source",
     when=lambda f: (f.limiter.kind == "latency" and f.top_stall == "long_scoreboard"
                     and f.ge(f.top_stall_pct, DOMINANT_STALL_PCT)),
-    action=lambda f: ("keep more loads in flight: vectorised 16-byte loads, cp.async/TMA pipelining, more "
+    action=lambda f: (f"keep more loads in flight: vectorised 16-byte loads, {_pipelined(f)}, more "
                       "independent work a thread"),
     expected=headroom_expected,
     unlock=headroom,
