@@ -38,7 +38,6 @@ MEASURED_SAME_SHAPE = {  # measured speed-ups, same shape, same H200 (tests/fixt
 }
 
 # torch's SDPA backends (torch.nn.attention.SDPBackend) and the provenance family of the kernels each runs
-MMA_SYNC_SHARE = 2 / 3  # mma.sync's roof over wgmma's on Hopper (FlashAttention-3 authors; sol-ceilings.yaml)
 SDPA_BACKENDS = (("FLASH_ATTENTION", "FlashAttention"), ("CUDNN_ATTENTION", "cuDNN"),
                  ("EFFICIENT_ATTENTION", "memory-efficient"))
 
@@ -118,8 +117,9 @@ def _algorithm_action(f: Facts) -> str:
         return ("choose another attention backend for this shape: VLLM_ATTENTION_BACKEND=FLASH_ATTN "
                 "(FlashAttention-3 on Hopper), FLASHINFER, or TRITON_ATTN, whichever this one is not")
     if f.attention_like and f.rec.tensor_path == "wgmma":  # SDPA's other backends run mma.sync on Hopper
+        share = f.device.path_roof("mma.sync").ratio if f.device is not None else None
         past = (f": at {f.limiter.pct:.0f} % of the wgmma roof this kernel is past what they can reach"
-                if f.limiter.kind == "tensor" and (f.limiter.pct or 0) >= 100 * MMA_SYNC_SHARE else "")
+                if share and f.limiter.kind == "tensor" and (f.limiter.pct or 0) >= 100 * share else "")
         return ("choose another wgmma attention kernel for this shape, outside SDPA: FlashAttention-3's "
                 "flash_attn_interface or FlashInfer (torch's FLASH_ATTENTION and EFFICIENT_ATTENTION backends run "
                 f"mma.sync, whose roof on Hopper is about two thirds of wgmma's{past})")
