@@ -159,12 +159,19 @@ def test_context_check_on_bundles(fx: Path, tmp_path: Path, capsys: pytest.Captu
     assert "device: 'NVIDIA H200' vs 'NVIDIA H100 80GB HBM3'" in err
 
 
-def test_a_side_that_records_no_device_is_compared_with_a_note(fx: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_side_that_records_no_device_is_compared_with_a_note(fx: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """A report against its own details export (which names no device): nothing differs, so it is no
-    mismatch to refuse, but the device is said not checked."""
+    mismatch to refuse, but the device is said not checked; its compute capability still is."""
     assert main(["diff", str(fx / "decode_gemm.ncu-rep"), str(fx / "decode_gemm-details.csv")]) == 0
     out = capsys.readouterr().out
     assert "context: device: 'NVIDIA H200' vs 'not recorded' (not checked)" in out and "1 same" in out
+    # the same export edited to another chip's CC and SM count (an A100's): its compute capability differs
+    other = tmp_path / "a100-details.csv"
+    other.write_text((fx / "decode_gemm-details.csv").read_text().replace('"9.0","', '"8.0","')
+                     .replace('"# SMs","SM","132"', '"# SMs","SM","108"'))
+    assert main(["diff", str(fx / "decode_gemm.ncu-rep"), str(other), "--fail-on", "duration_ns>+5%"]) == 2
+    assert "contexts differ, refusing to compare (compute_capability: '9.0' vs '8.0')" in capsys.readouterr().err
 
 
 # -- 1. gates in the units the table shows ---------------------------------------------------------

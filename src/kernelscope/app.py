@@ -340,8 +340,8 @@ def diff(baseline: Path, candidate: Path, judging: AnalyzeRequest | None = None,
     judging = judging or AnalyzeRequest(())
     a = analyze(replace(judging, inputs=(baseline,)), progress)
     b = analyze(replace(judging, inputs=(candidate,)), progress)
-    ours = diffing.bundle_context(a.manifests.get(baseline), a.items)
-    theirs = diffing.bundle_context(b.manifests.get(candidate), b.items)
+    ours = diffing.bundle_context(a.manifests.get(baseline), a.items, a.ceilings)
+    theirs = diffing.bundle_context(b.manifests.get(candidate), b.items, b.ceilings)
     problems = diffing.mismatches(ours, theirs)
     if problems and not allow_mismatch:
         raise KernelscopeError("contexts differ, refusing to compare (" + "; ".join(problems)

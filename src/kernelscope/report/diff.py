@@ -23,6 +23,7 @@ from typing import Any
 
 from ..analysis.groups import KernelGroup, display_names
 from ..analysis.verdict import verdict_roof
+from ..ceilings import CeilingsFile
 from ..columns import BY_NAME, value
 from ..manifest import Recorded
 from ..model import Assessment
@@ -33,7 +34,8 @@ from .join import pair
 from .style import BOUND_ANSI
 from .table import NAME, Col, Table
 
-CONTEXT_FIELDS = ("device", "shapes", "model")  # what must agree: a difference is refused
+# what must agree: a difference is refused (the compute capability stands in for a device one side does not name)
+CONTEXT_FIELDS = ("device", "compute_capability", "shapes", "model")
 MOVED_PCT = 1.0  # a figure moved when it changed by at least this share of its baseline
 # the figures compared, time first: each as its declaration shows it (columns.py)
 COMPARED = ("duration_ns", "pct_sol", "achieved_tflops", "achieved_dram_tbps", "arithmetic_intensity",
@@ -41,12 +43,17 @@ COMPARED = ("duration_ns", "pct_sol", "achieved_tflops", "achieved_dram_tbps", "
 SIDES = ("baseline", "candidate")
 
 
-def bundle_context(m: Recorded | None, items: Sequence[Assessment]) -> dict[str, Any]:
+def bundle_context(m: Recorded | None, items: Sequence[Assessment], table: CeilingsFile) -> dict[str, Any]:
     """What must agree between the two sides, for a bundle or a bare report alike (its own record of
     its capture; a CSV export has none: its device is its launches'), and the metric set, which need
-    not."""
+    not. The compute capability is its ceilings entry's, or an unnamed device's (a details export's
+    CC: cc8.0-unidentified)."""
+    keys = {a.hw_key for a in items}
+    ccs = {table.devices[k].cc if k in table.devices else k[2:].removesuffix("-unidentified")
+           if k.startswith("cc") and k.endswith("-unidentified") else None for k in keys}
     ctx: dict[str, Any] = {
         "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
+        "compute_capability": ccs.pop() if len(ccs) == 1 else None,
         "metric_set": "unknown", "shapes": "unknown", "model": "unknown",
     }
     if m is not None:
