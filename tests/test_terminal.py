@@ -3,6 +3,7 @@ markdown golden files (tests/golden; rewrite with KERNELSCOPE_GOLDEN=write after
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -108,6 +109,8 @@ def test_clean_and_elide() -> None:
     assert clean("nvjet_sm90_tst") == "nvjet_sm90_tst"
     # two names that would look alike: the invisible characters show as spaces (ZWSP, ZWJ, BOM, U+2028)
     assert clean("gemm\u200b_kernel\u200d\ufeff\u2028x") == "gemm _kernel   x"
+    # ...but a CSV field's data keeps them, as written (an emoji's ZWJ, Persian's ZWNJ)
+    assert clean("family_👨\u200d👩_kernel می\u200cخواهم", layout=True) == "family_👨\u200d👩_kernel می\u200cخواهم"
     name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
     assert elide(name, 24) == "nvjet_sm9…h_bz_coopA_NNT" and len(elide(name, 24)) == 24
     assert elide(name, 100) == name
@@ -122,6 +125,22 @@ def test_a_campaign_configs_context_is_inert_in_the_html(fx: Path, tmp_path: Pat
     assert main(["report", str(fx / "fp8_gemm.ncu-rep"), "--out", str(out), "--campaign-config", str(config)]) == 0
     page = out.read_text()
     assert not {"\x1b", "\x07", "\u202e", "\u200b"} & set(page) and "model red abc" in page
+
+
+def test_a_kernel_name_is_inert_in_the_htmls_hover_data(fx: Path, tmp_path: Path) -> None:
+    """The roofline's hover text (JSON in the page, shown by textContent) held a name's bidi override
+    and zero-width characters raw (second fuzz pass); the CSV keeps the invisible ones, as written."""
+    rows = list(csv.reader((fx / "decode_gemm-raw.csv").open(newline="")))
+    rows[2][rows[0].index("Kernel Name")] = "bidi\u202eevil\u200bkern(int)"
+    src = tmp_path / "named.csv"
+    with src.open("w", newline="") as fh:
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(rows)
+    assert main(["report", str(src), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "\u202e" not in page and "\u200b" not in page and "bidi evil kern" in page
+    assert main(["analyze", str(src), "--out-dir", str(tmp_path / "o")]) == 0
+    table = (tmp_path / "o" / "kernels.csv").read_text(encoding="utf-8")
+    assert "bidi evil\u200bkern(int)" in table  # the override blanked everywhere, the zero-width space kept
 
 
 def test_markdown_cells_cannot_break_the_table() -> None:

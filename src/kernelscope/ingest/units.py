@@ -69,14 +69,14 @@ def _kind(unit: str) -> str | None:
 def _wants(name: str) -> frozenset[str] | None:
     """The kinds of unit a counter's name allows (ncu names its times, sizes, rates and shares so), None
     when the name does not say."""
-    if "time_duration" in name:
-        return frozenset({"time"})
+    if ".pct" in name or name.endswith("_pct"):  # dram__bytes_read.sum.pct_of_peak_sustained_elapsed: a share
+        return frozenset({"percent"})
     if name.endswith(".per_second"):
         return frozenset({"rate", "hz"})
-    if "bytes" in name and not name.endswith(".peak_sustained"):  # a peak is bytes a cycle
+    if "time_duration" in name:
+        return frozenset({"time"})
+    if "bytes" in name and name.split(".")[-1] in ("sum", "avg", "max", "min"):  # not bytes a cycle or a sector
         return frozenset({"byte"})
-    if ".pct" in name or name.endswith("_pct"):
-        return frozenset({"percent"})
     return None
 
 

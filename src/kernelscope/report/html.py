@@ -104,9 +104,21 @@ def name_html(value: object) -> str:
     return _BREAK_AFTER.sub(r"\1<wbr>", _e(value))
 
 
+def _shown(value: object) -> object:
+    """The hover data as the page shows it: every string inert line by line (safe_text.clean; a
+    tooltip's lines are its own), numbers as they are."""
+    if isinstance(value, str):
+        return "\n".join(map(clean, value.split("\n")))
+    if isinstance(value, (list, tuple)):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    return value
+
+
 def _json(value: object) -> str:
-    """JSON that cannot end its <script> element or open a comment."""
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    """The hover data as JSON, inert (_shown), that cannot end its <script> element or open a comment."""
+    text = json.dumps(_shown(value), separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

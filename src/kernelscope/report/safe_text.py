@@ -21,10 +21,11 @@ _SEQUENCES = (
 # invisible ones that make two names look alike (zero-width space and joiners, marks, word joiner,
 # BOM) or break a line where none shows (U+2028/2029). JSON escapes C0 by itself; the others it
 # writes raw unless asked for ASCII.
-_NOT_C0 = r"\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-_CONTROLS = rf"[\x00-\x1f{_NOT_C0}]"
-_BUT_LAYOUT = rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]"  # tab, LF and CR kept
-_RAW_IN_JSON = re.compile(f"[{_NOT_C0}]")
+_NOT_C0 = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_INVISIBLE = r"\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff"  # shown blank; kept in data (emoji ZWJ, Persian ZWNJ)
+_CONTROLS = rf"[\x00-\x1f{_NOT_C0}{_INVISIBLE}]"
+_BUT_LAYOUT = rf"[\x00-\x08\x0b\x0c\x0e-\x1f{_NOT_C0}]"  # a CSV field's data: tab, LF, CR and the invisible kept
+_RAW_IN_JSON = re.compile(f"[{_NOT_C0}{_INVISIBLE}]")
 # what _RAW_IN_JSON finds (_NOT_C0's code points) as UTF-8, and the bytes they start with
 _RAW_IN_UTF8 = tuple(chr(c).encode() for c in (*range(0x7F, 0xA0), *range(0x200B, 0x2010), 0x2028, 0x2029,
                                                 *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A),
@@ -33,8 +34,9 @@ _RAW_LEADS = tuple(sorted({raw[:1] for raw in _RAW_IN_UTF8}))
 
 
 def clean(value: object, layout: bool = False) -> str:
-    """One line of inert text: escape sequences dropped, other control characters as spaces;
-    `layout`: tab, LF and CR kept (a quoted CSV field's data, which a reader must get back)."""
+    """One line of inert text: escape sequences dropped, other control characters and the invisible
+    ones as spaces; `layout`: tab, LF, CR and the invisible ones kept (a quoted CSV field's data,
+    which a reader must get back as written)."""
     text = str(value)
     if text.isprintable():  # the common case, and the fast one
         return text
