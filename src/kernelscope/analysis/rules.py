@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Literal, NamedTuple
 
 from ..ceilings import DeviceCeilings
@@ -227,15 +227,20 @@ NOT_JUDGED: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-def not_judged(rec: KernelRecord, tensor_work: str, tensor_cores: bool | None = None) -> tuple[str, ...]:
+TENSOR_LEVERS = ("use-tensor-cores", "lower-precision", "quantise-operands")  # what tensor FLOP decide
+
+
+def not_judged(rec: KernelRecord, tensor_work: str, tensor_cores: bool | None = None,
+               offered: Collection[str] = ()) -> tuple[str, ...]:
     """The levers this report cannot decide, each with the figure it lacks and the capture that has it
-    (`tensor_cores` False: the device has none, so there is no tensor work to count)."""
+    (`tensor_cores` False: the device has none, so there is no tensor work to count; `offered`: the
+    levers offered anyway, on other figures, which are not said undecided)."""
     out = [f"not judged: {what}: {' / '.join(needs)} not captured ({how})"
            for what, needs, how in NOT_JUDGED if all(n in rec.unmeasured for n in needs)]
-    if tensor_work in ("uncounted", "unknown") and tensor_cores is not False:
-        out.append("not judged: tensor-core use and a cheaper precision (use-tensor-cores, lower-precision, "
-                   "quantise-operands): tensor FLOP not captured (sm__ops_path_tensor_src_*: kernelscope capture "
-                   "--set roofline)")
+    undecided = [name for name in TENSOR_LEVERS if name not in offered]
+    if tensor_work in ("uncounted", "unknown") and tensor_cores is not False and undecided:
+        out.append(f"not judged: tensor-core use and a cheaper precision ({', '.join(undecided)}): tensor FLOP not "
+                   "captured (sm__ops_path_tensor_src_*: kernelscope capture --set roofline)")
     return tuple(out)
 
 

@@ -167,8 +167,9 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
         evidence=j.evidence,
     )
     story = tuple(rule.say(facts) for rule in LIMITERS if rule.when(facts))
+    offered = levers(facts) if rec.workload == "kernel" and not graph_mode else ()
     if rec.workload == "kernel" and not communication and not graph_mode:
-        story += not_judged(rec, facts.tensor_work, dev.tensor_cores)
+        story += not_judged(rec, facts.tensor_work, dev.tensor_cores, {lv.rule for lv in offered})
     return Assessment(
         record=rec,
         hw_key=dev.hw_key,
@@ -188,6 +189,6 @@ def _judged(rec: KernelRecord, dev: DeviceCeilings, serving: Serving | None, gra
         provenance=prov,
         ncu=compare(rec, j.bound, j.limiter, j.runner_up),
         limiters=story + p.notes,
-        next_levers=levers(facts) if rec.workload == "kernel" and not graph_mode else (),
+        next_levers=offered,
         capture=capture,
     )
