@@ -171,6 +171,16 @@ def test_a_roof_derived_from_the_report_is_not_called_a_datasheets(capsys: pytes
 
 
 @needs_public
+def test_divergence_from_the_uniform_share_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Lashi CSV holds smsp__sass_average_branch_targets_threads_uniform.pct (90.32 % for
+    reduceNeighbored) but no divergent count: the divergence is 100 - uniform, not 'not captured'."""
+    doc = _json(capsys, "analyze", str(PUBLIC / "Lashi0812__CudaProgramming__results__ncu_reduceInteger.csv"),
+                "--format", "json")
+    first = next(k for k in doc["kernels"] if k["name"] == "reduceNeighbored")
+    assert first["branch_divergence_pct"] == pytest.approx(9.68) and "branch_divergence_pct" not in first["unmeasured"]
+
+
+@needs_public
 def test_unknown_gpu_gets_roofs_from_its_attributes(tmp_path: Path) -> None:
     """A device no ceilings entry names (here a user's file listing only the H200) is never exit 2: its
     roofs come from the report's attributes, said so."""

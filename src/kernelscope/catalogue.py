@@ -385,7 +385,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("branch_divergence_pct", (
         Source(f"100 x {BRANCH_DIVERGENT} / {BRANCH_TARGETS}", (BRANCH_DIVERGENT, BRANCH_TARGETS),
                lambda d, t: NA if t == 0 else 100 * d / t),
-        Source(f"100 - {BRANCH_UNIFORM_PCT}", (BRANCH_UNIFORM_PCT, BRANCH_DIVERGENT), _from_uniform))),
+        Source(f"100 - {BRANCH_UNIFORM_PCT}", (BRANCH_UNIFORM_PCT, BRANCH_DIVERGENT), _from_uniform),
+        # without the divergent count, a uniform share over 0 still says it (0 may mean no branch ran)
+        Source(f"100 - {BRANCH_UNIFORM_PCT} (where over 0, without the divergent count)", (BRANCH_UNIFORM_PCT,),
+               lambda u: 100 - u if u > 0 else None, declines=True))),
     Figure("simt_efficiency_pct", (Source(f"100 x {THREADS_PER_INST} / 32", (THREADS_PER_INST,),
                                           lambda r: 100 * r / 32),)),
     *(_simt_count(op) for op in SIMT_OPS),
