@@ -63,6 +63,16 @@ def test_missing_tensor_counters_are_not_read_as_no_work() -> None:
     rules = [lv.rule for lv in gemm.next_levers]
     assert "batch-rows" in rules and "use-tensor-cores" not in rules and "fuse-away" not in rules
     assert any(line.startswith("not judged: tensor-core use") for line in gemm.limiters)
+    # quantise-operands is offered on its bytes, so it is not among the levers said undecided
+    assert "quantise-operands" in rules and not any("quantise-operands" in line for line in gemm.limiters)
+
+
+def test_an_idle_tensor_pipe_bounds_the_tensor_flop_not_collected() -> None:
+    """The detailed set counts no tensor FLOP; an RMS norm's tensor pipe was 0.2 % busy, so no tensor
+    class can hold more than 0.2 % of its peak: its latency verdict stands (it said it may move)."""
+    norm = by_name(judged("moe_detailed"), "triton_red_fused_fused_add_rms_norm_1")[0]
+    assert norm.record.tensor_pipe_active_pct == pytest.approx(0.19, abs=0.01) and norm.bound == "latency"
+    assert "(each at most 0.2 % of its peak): the verdict stands" in norm.verdict
 
 
 def test_moe_under_detailed_and_roofline_sets() -> None:

@@ -54,12 +54,19 @@ def path_ratio(rec: KernelRecord, dev: DeviceCeilings) -> float | None:
 
 
 def most_possible(rec: KernelRecord, dev: DeviceCeilings) -> dict[str, float]:
-    """For each missing FLOP class with a known most (flops_at_most), that most as % of its datasheet peak."""
+    """For each missing FLOP class with a known most, that most as % of its datasheet peak: from
+    flops_at_most, and for a tensor class from the tensor pipe's busy share (a class runs at most at
+    that share of its own peak: a pipe busy with HMMA register moves only lowers the FLOP it held)."""
     out = {}
     for cls, flop in (rec.flops_at_most or {}).items():
         peak = dev.for_precision(cls).value
         if peak and rec.duration_ns:
             out[cls] = 100 * flop / (rec.duration_ns * 1e3) / peak
+    pipe = rec.tensor_pipe_active_pct
+    if pipe is not None:
+        for cls in rec.flops_missing:
+            if cls.startswith("tensor_") and cls not in out and dev.for_precision(cls).value:
+                out[cls] = pipe
     return out
 
 

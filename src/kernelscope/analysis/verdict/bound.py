@@ -153,7 +153,9 @@ def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter, at_most: Mappin
         return f"{said}: the verdict stands, since uncounted work can only raise the compute %SoL"
     line = min(NEAR_ROOF_PCT, lim.pct if lim.pct is not None else NEAR_ROOF_PCT)
     if set(rec.flops_missing) <= set(at_most) and max(at_most.values()) < line:
-        most = ", ".join(f"{c} at most {pct:.1f} % of its peak" for c, pct in at_most.items())
+        shown = {f"{pct:.1f}" for pct in at_most.values()}
+        most = (f"each at most {shown.pop()} % of its peak" if len(at_most) > 1 and len(shown) == 1
+                else ", ".join(f"{c} at most {pct:.1f} % of its peak" for c, pct in at_most.items()))
         return f"{said} ({most}): the verdict stands"
     return f"{said}: the verdict may move, since uncounted work would raise the compute %SoL"
 
