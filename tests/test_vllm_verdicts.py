@@ -75,6 +75,17 @@ def test_an_idle_tensor_pipe_bounds_the_tensor_flop_not_collected() -> None:
     assert "(each at most 0.2 % of its peak): the verdict stands" in norm.verdict
 
 
+def test_twin_launches_either_side_of_the_launch_line_say_it() -> None:
+    """Two RMS norms of one step, 3.26 µs and 3.42 µs, fall either side of the 3.32 µs launch-overhead
+    line: each verdict says how near it is, so neither reads as settled."""
+    items = judged("moe_detailed")
+    fast = by_name(items, "triton_red_fused_fused_add_rms_norm_moe_forward_0")[0]
+    slow = by_name(items, "triton_red_fused_fused_add_rms_norm_1")[0]
+    assert fast.limiter.kind == "launch" and slow.limiter.kind == "grid"
+    assert "2 % under the 3.32 µs launch-overhead line: a twin launch a little slower" in fast.verdict
+    assert "3 % over the 3.32 µs launch-overhead line: a twin launch a little faster" in slow.verdict
+
+
 def test_moe_under_detailed_and_roofline_sets() -> None:
     """vLLM's fused MoE at 83 % of HBM: memory-bound under both sets (tensor FLOP uncounted by
     `--set detailed`, counted by kernelscope's list), levers a vLLM user pulls; the routing and norm

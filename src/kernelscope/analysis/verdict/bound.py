@@ -160,6 +160,19 @@ def flop_coverage(rec: KernelRecord, bound: Bound, lim: Limiter, at_most: Mappin
     return f"{said}: the verdict may move, since uncounted work would raise the compute %SoL"
 
 
+def _launch_line(rec: KernelRecord) -> str:
+    """A latency verdict within BOUNDARY_PCT % of the launch-overhead line, either side: a twin launch
+    a little slower or faster reads the other way, so the line is said."""
+    dur = rec.duration_ns
+    if dur is None or abs(dur / LAUNCH_BOUND_NS - 1) * 100 > BOUNDARY_PCT:
+        return ""
+    side, twin = ("under", "slower is judged on what it does") if dur <= LAUNCH_BOUND_NS else \
+        ("over", "faster is judged launch overhead")
+    off = 100 * abs(dur / LAUNCH_BOUND_NS - 1)
+    return (f"; {dur / 1e3:.2f} µs is {off:.0f} % {side} the {LAUNCH_BOUND_NS / 1e3:.2f} µs launch-overhead line: "
+            f"a twin launch a little {twin}")
+
+
 def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | None, line: str,
              from_report: frozenset[str] = frozenset()) -> str:
     near = "" if runner is None or runner.pct is None else f"; nearest roof: {runner.name} {runner.pct:.0f} %"
@@ -167,11 +180,11 @@ def _verdict(rec: KernelRecord, lim: Limiter, bound: Bound, runner: Limiter | No
         where = "at" if lim.pct >= AT_ROOF_PCT else "near"
         text = f"{bound}-bound {where} the {lim.name}: {how_close(lim, from_report)}"
     elif lim.kind == "launch":
-        text = f"latency-bound: {lim.name} ({lim.reading.split(':')[0]}{near})"
+        text = f"latency-bound: {lim.name} ({lim.reading.split(':')[0]}{near}{_launch_line(rec)})"
     elif lim.kind == "grid" and lim.name == "tiles under the SMs":
         text = f"latency-bound: tiles under the SMs ({lim.reading.split(':')[0]}{near})"
     elif lim.kind == "grid":
-        text = f"latency-bound: grid under one wave ({rec.waves_per_sm:.2f} waves{near})"
+        text = f"latency-bound: grid under one wave ({rec.waves_per_sm:.2f} waves{near}{_launch_line(rec)})"
     else:
         text = f"latency-bound: no roof reaches {NEAR_ROOF_PCT:.0f} %{near}"
     return text + (f" — {line}" if line else "")
