@@ -269,6 +269,16 @@ def raw_edited(tmp_path: Path, column: str, unit: str) -> Path:
     return write_csv(tmp_path / f"unit-{len(list(tmp_path.iterdir()))}.csv", [header, units, *rows])
 
 
+def details_duration_in(tmp_path: Path, unit: str) -> Path:
+    """The details page with its Duration rows' unit replaced by `unit`."""
+    rows = details_rows()
+    label = rows[0].index("Metric Name")
+    for row in rows:
+        if row[label] == "Duration":
+            row[label + 1] = unit
+    return write_csv(tmp_path / "details.csv", rows)
+
+
 DURATION, READ = "gpu__time_duration.sum", "dram__bytes_read.sum"
 
 
@@ -285,12 +295,7 @@ def test_an_unknown_unit_on_a_figure_read_is_refused(tmp_path: Path, column: str
 
 
 def test_an_unknown_unit_in_a_details_page_is_refused(tmp_path: Path) -> None:
-    rows = details_rows()
-    label = rows[0].index("Metric Name")
-    for row in rows:
-        if row[label] == "Duration":
-            row[label + 1] = "µs"
-    path = write_csv(tmp_path / "details.csv", rows)
+    path = details_duration_in(tmp_path, "µs")
     assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
     assert (f"{path}: line 67: GPU Speed Of Light Throughput / Duration is in 'µs', a unit ncu does not write"
             in LAST_ERROR[0])
@@ -310,12 +315,7 @@ def test_a_known_unit_of_the_wrong_kind_is_refused(tmp_path: Path, column: str, 
 
 
 def test_a_unit_of_the_wrong_kind_in_a_details_page_is_refused(tmp_path: Path) -> None:
-    rows = details_rows()
-    label = rows[0].index("Metric Name")
-    for row in rows:
-        if row[label] == "Duration":
-            row[label + 1] = "Mbyte"
-    path = write_csv(tmp_path / "details.csv", rows)
+    path = details_duration_in(tmp_path, "Mbyte")
     assert cli(["analyze", str(path), "--format", "json", "--hw", "h200-sxm"], klass=KLASS) == "clean"
     assert ("line 67 (GPU Speed Of Light Throughput / Duration): gpu__time_duration.sum is in 'Mbyte', a unit of "
             "another kind than its counter's (time)" in LAST_ERROR[0]), LAST_ERROR[0]
