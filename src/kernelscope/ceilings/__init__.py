@@ -33,6 +33,12 @@ class CeilingsFile:
         default_factory=dict, compare=False, repr=False)  # one lookup a device, not a launch
     packaged: bool = False  # the packaged datasheet: its gaps are filled from the report (from_report.checked)
 
+    def cc_of(self, hw_key: str) -> str | None:
+        """The compute capability of the device launches were held to under `hw_key`: its entry's, or
+        the report's for roofs derived from it or a device left unidentified (picked here before)."""
+        dev = self.devices.get(hw_key) or next((d for d in self._found.values() if d.hw_key == hw_key), None)
+        return None if dev is None else dev.cc
+
     def pick(self, device_name: str | None, hw_key: str | None = None,
              facts: DeviceFacts | None = None) -> DeviceCeilings:
         """`hw_key` wins; then the entry whose `match` names the report's device exactly; then, with

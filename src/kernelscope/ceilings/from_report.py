@@ -181,7 +181,7 @@ def derive(f: DeviceFacts) -> DeviceCeilings:
         hw_key=key, name=f.name or f"CC {f.cc} device", origin=f"{DERIVED} ({ARCHITECTURES})", match=(),
         memory=_memory(f, f"{key}.memory.hbm"),
         compute={p: _compute(f, p, f"{key}.compute.{p}") for p in PRECISIONS},
-        tensor_paths=paths, arch=arch, notes=tuple(notes), how="derived", memory_kind=f.memory_kind)
+        tensor_paths=paths, cc=f.cc, arch=arch, notes=tuple(notes), how="derived", memory_kind=f.memory_kind)
 
 
 def _per_clock(c: Ceiling) -> float | None:
@@ -264,7 +264,7 @@ def unidentified(f: DeviceFacts, fitting: list[str]) -> DeviceCeilings:
     return DeviceCeilings(hw_key=key, name=f"unidentified CC {f.cc} device", origin="no ceilings",
                           match=(), memory=Ceiling(f"{key}.memory.hbm", None, why),
                           compute={p: Ceiling(f"{key}.compute.{p}", None, why) for p in PRECISIONS},
-                          arch=f.arch, notes=(why,), how="unidentified")
+                          cc=f.cc, arch=f.arch, notes=(why,), how="unidentified")
 
 
 def spec_of(value: Any) -> str:

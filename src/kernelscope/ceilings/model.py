@@ -110,7 +110,7 @@ class DeviceCeilings:
     compute: Mapping[str, Ceiling]
     tensor_paths: Mapping[str, PathRoof] = field(default_factory=dict)
     links: Mapping[str, LinkCeiling] = field(default_factory=dict)
-    cc: str | None = None  # compute capability, where the entry gives it: matches an export naming no device
+    cc: str | None = None  # compute capability (the entry's, or the report's): an entry matches an unnamed export by it
     sms: int | None = None
     arch: Arch | None = None  # the architecture's row, when the report or the entry says which
     notes: tuple[str, ...] = ()  # what a reader must know of these roofs (a disagreement, GeForce rates)

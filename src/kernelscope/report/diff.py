@@ -46,11 +46,9 @@ SIDES = ("baseline", "candidate")
 def bundle_context(m: Recorded | None, items: Sequence[Assessment], table: CeilingsFile) -> dict[str, Any]:
     """What must agree between the two sides, for a bundle or a bare report alike (its own record of
     its capture; a CSV export has none: its device is its launches'), and the metric set, which need
-    not. The compute capability is its ceilings entry's, or an unnamed device's (a details export's
-    CC: cc8.0-unidentified)."""
-    keys = {a.hw_key for a in items}
-    ccs = {table.devices[k].cc if k in table.devices else k[2:].removesuffix("-unidentified")
-           if k.startswith("cc") and k.endswith("-unidentified") else None for k in keys}
+    not. The compute capability is that of the device the launches were held to (CeilingsFile.cc_of:
+    a details export that names no device still records its CC)."""
+    ccs = {table.cc_of(k) for k in {a.hw_key for a in items}}
     ctx: dict[str, Any] = {
         "device": (m.gpu.name if m else None) or next((a.record.device for a in items if a.record.device), None),
         "compute_capability": ccs.pop() if len(ccs) == 1 else None,
