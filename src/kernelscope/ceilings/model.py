@@ -3,6 +3,7 @@ per-SM rates. Read by ceilings/__init__.py (datasheet files) and ceilings/from_r
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -125,7 +126,7 @@ class DeviceCeilings:
         return any(self.compute.get(p) is not None and self.compute[p].value is not None
                    for p in ("bf16", "fp16", "tf32", "fp8", "int8", "fp4"))
 
-    @property
+    @functools.cached_property  # asked for each launch judged: worked out once a device
     def from_report(self) -> frozenset[str]:
         """The keys of the figures derived from the report's attributes, not a datasheet's."""
         return frozenset(c.key for c in (self.memory, *self.compute.values()) if c.from_report)

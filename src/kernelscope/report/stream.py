@@ -149,13 +149,13 @@ def _part(judge: Judge, cut: Split, i: int, rows: bool) -> tuple[Chunk, int, lis
     """In a worker: part i judged and encoded, with the launches read before the --kernel filter and
     their IDs (where the export's own); None when the part must be read in one stream with the rest
     of the file."""
-    read, ids = 0, list[int]()
+    read, ids, keep_ids = 0, list[int](), cut.unique_ids
 
     def counted() -> Iterator[RawKernel]:
         nonlocal read
         for raw in cut.read_part(i):
             read += 1
-            if cut.unique_ids:
+            if keep_ids:
                 ids.append(raw.launch_id)
             yield raw
 
