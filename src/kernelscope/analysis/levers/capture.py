@@ -25,6 +25,14 @@ def _recapture_action(f: Facts) -> str:
     return f"recapture with the counters this report lacks ({why or 'FLOP and DRAM bytes'}): {how}"
 
 
+def _recapture_confirm(f: Facts) -> str:
+    if f.device is not None and f.device.how == "unidentified":
+        return f"analyze --hw KEY holds it to that device's roofs (its hw_key is no longer {f.hw_key})"
+    flop = ("the FLOP counters (sm__sass_thread_inst_executed_op_*)"
+            if f.device is not None and f.device.tensor_cores is False else "sm__ops_path_tensor_src_*")
+    return f"the new report has {flop} and dram__bytes_{{read,write}}.sum"
+
+
 RECAPTURE_ROOFLINE = LeverRule(
     name="recapture-roofline",
     family="capture",
@@ -32,11 +40,7 @@ RECAPTURE_ROOFLINE = LeverRule(
     action=_recapture_action,
     expected=lambda f: f"turns '{'provisional' if f.provisional else 'unmeasured'}' into a limiter with its %SoL",
     unlock=unsized,
-    confirm=lambda f: (f"analyze --hw KEY holds it to that device's roofs (its hw_key is no longer {f.hw_key})"
-                       if f.device is not None and f.device.how == "unidentified" else
-                       "the new report has the FLOP counters (sm__sass_thread_inst_executed_op_*) and "
-                       "dram__bytes_{read,write}.sum" if f.device is not None and f.device.tensor_cores is False
-                       else "the new report has sm__ops_path_tensor_src_* and dram__bytes_{read,write}.sum"),
+    confirm=_recapture_confirm,
     gain=3,
     cost=1,
 )

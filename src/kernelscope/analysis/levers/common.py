@@ -32,6 +32,12 @@ PULLABLE: dict[ProvenanceKind, frozenset[str]] = {
 TORCH_FAMILIES = ("PyTorch ATen", "Triton (torch.compile)")
 
 
+def torch_fuses(f: Facts) -> bool:
+    """Whether fusing it is torch.compile's (or an epilogue's) to do: an ATen or Triton kernel, or a
+    library's under PyTorch; not the user's own CUDA kernel, which they fuse themselves."""
+    return f.prov.family in TORCH_FAMILIES or f.prov.kind == "library"
+
+
 class LeverRule(NamedTuple):
     """One lever. `family` is who can pull it (checked against PULLABLE for the kernel's owner), not the
     module it is written in: the modules group levers by the kind of kernel or limit they answer.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..rules import AT_ROOF_PCT, EMPTY_KERNEL_NS, Facts, ramp_overhead_ns
-from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, mb, no_tensor_work, took, unsized
+from .common import NSYS, ROOFLINE, LeverRule, mb, no_tensor_work, took, torch_fuses, unsized
 
 STREAM_WORTH_X = 1.5  # streaming the bytes once must promise at least this speed-up to be offered
 
@@ -102,7 +102,7 @@ FUSE_AWAY = LeverRule(
     family="fusion",
     when=lambda f: f.bound == "memory" and no_tensor_work(f) and not f.split_k_reduce and not f.gemm_like,
     action=lambda f: ("fuse it into its producer or consumer (torch.compile, a fused epilogue)"
-                      if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
+                      if torch_fuses(f) else
                       "fuse it into your own producer or consumer kernel, so the tensor never goes to memory") + (
         ", or drop the copy (a view, an in-place op)" if COPY.search(f.rec.name_full) else ""),
     expected=lambda f: (f"up to its {mb(f.rec.dram_bytes)} of DRAM traffic and its {took(f)}: the intermediate "

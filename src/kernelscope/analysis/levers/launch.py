@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..rules import RAMP_FLOOR_NS, Facts, ramp_floor_ns
-from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, at_ramp_floor, took, unsized, vllm_flag
+from .common import NSYS, ROOFLINE, TORCH_FAMILIES, LeverRule, at_ramp_floor, took, torch_fuses, unsized, vllm_flag
 
 GRAPH_WORTH_NS = 10_000.0  # past this, host launch gaps (3.3 µs each) are a small part of a launch-and-ramp kernel
 
@@ -139,17 +139,22 @@ CUDA_GRAPH = LeverRule(
     cost=1,
 )
 
+def _fuse_launch_action(f: Facts) -> str:
+    if SPLIT_COMBINE.search(f.rec.name_full):
+        return COMBINE
+    if f.gemm_like:
+        return ("fuse its neighbours into it: an activation or residual as the GEMM's epilogue (cuBLASLt "
+                "epilogues, torch.compile), so their launches and ramps disappear")
+    into = "a neighbouring kernel (torch.compile)" if torch_fuses(f) else "a neighbouring kernel of yours"
+    return f"fuse it into {into}, so its launch and ramp disappear"
+
+
 # under vLLM, what fuses its kernels is vLLM's own compilation: no per-kernel switch (the graph levers above)
 FUSE_LAUNCH = LeverRule(
     name="fuse-launch",
     family="fusion",
     when=lambda f: f.limiter.kind == "launch" and (not f.vllm or bool(SPLIT_COMBINE.search(f.rec.name_full))),
-    action=lambda f: (COMBINE if SPLIT_COMBINE.search(f.rec.name_full) else
-                      "fuse its neighbours into it: an activation or residual as the GEMM's epilogue "
-                      "(cuBLASLt epilogues, torch.compile), so their launches and ramps disappear" if f.gemm_like
-                      else "fuse it into a neighbouring kernel (torch.compile), so its launch and ramp disappear"
-                      if f.prov.family in TORCH_FAMILIES or f.prov.kind == "library" else
-                      "fuse it into a neighbouring kernel of yours, so its launch and ramp disappear"),
+    action=_fuse_launch_action,
     expected=lambda f: ("removes the neighbours' launches and their ramps (their own rows say how long)"
                         if f.gemm_like else f"removes a launch and its {took(f)}"),
     unlock=unsized,

@@ -94,9 +94,9 @@ def _pipelined(f: Facts) -> str:
     arch = f.device.arch if f.device is not None else None
     if arch is None:
         return "cp.async pipelining (TMA on Hopper and later)"
-    major = int(arch.cc.split(".")[0])
-    return "cp.async/TMA pipelining" if major >= 9 else "cp.async pipelining" if major >= 8 else \
-        "software pipelining (loads issued a stage ahead)"
+    if float(arch.cc) >= 9.0:
+        return "cp.async/TMA pipelining"
+    return "cp.async pipelining" if float(arch.cc) >= 8.0 else "software pipelining (loads issued a stage ahead)"
 
 
 BYTES_IN_FLIGHT = LeverRule(
