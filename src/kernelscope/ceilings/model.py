@@ -22,6 +22,11 @@ PRECISION_CEILING: dict[str, str] = {
 }
 
 
+def called(from_report: bool) -> str:
+    """A roof as a verdict names it: a datasheet's figure, or one derived from the report's attributes."""
+    return "report-derived" if from_report else "datasheet"
+
+
 @dataclass(frozen=True)
 class Ceiling:
     """One sourced peak (TFLOP/s or TB/s) at its clock, and how it checks against the report."""
@@ -39,7 +44,7 @@ class Ceiling:
     @property
     def called(self) -> str:
         """What the figure is, as a verdict's evidence names it."""
-        return "report-derived" if self.from_report else "datasheet"
+        return called(self.from_report)
 
     def at_clock(self, clock_hz: float | None) -> float | None:
         """The figure scaled to the clock a kernel ran at (peaks are per-clock rates times the clock);

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ... import catalogue as C
+from ...ceilings.model import called
 from ...model import Bound, KernelRecord, Limiter
 from ..rules import (
     AT_ROOF_PCT,
@@ -131,7 +132,7 @@ def boundary(lim: Limiter, runner: Limiter | None) -> str:
 def how_close(lim: Limiter, from_report: frozenset[str] = frozenset()) -> str:
     """'93 % at the measured 1610 MHz (82 % of the datasheet figure)', or a per-cycle share;
     `from_report`: the keys of roofs derived from the report, which are no datasheet's."""
-    sheet = "report-derived" if lim.key.partition("@")[0] in from_report else "datasheet"
+    sheet = called(lim.key.partition("@")[0] in from_report)
     if lim.kind == "nvlink":
         return f"{lim.pct:.0f} % of it (the link's own rate: no clock to scale to)"
     if lim.pct_datasheet is None:
